@@ -1,0 +1,146 @@
+# xiwarp — the whole build.
+#
+#   make            libraries (build/lib), tools (build/bin), unit tests, fuzzers
+#   make test       everything in tests/ (installs missing Debian deps first)
+#   make demo       the main job: rping + perftest between two netns
+#   make SAN=1      the same build with ASan+UBSan, under build/san
+#
+# Source discovery is by wildcard: a new .c file under user/engine or
+# user/transport joins the engine; tests/unit/test_*.c becomes a unit test;
+# tests/fuzz/fuzz_*.c becomes a libFuzzer harness.
+
+SAN     ?= 0
+CC      ?= cc
+CLANG   ?= clang
+ifeq ($(SAN),1)
+BUILD   ?= build/san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+BUILD   ?= build
+SANFLAGS :=
+endif
+
+WARN    := -Wall -Wextra -Wshadow -Wmissing-prototypes -Werror
+CFLAGS  ?= -O2 -g
+CFLAGS  += $(WARN) -std=gnu11 -fPIC -D_GNU_SOURCE -pthread $(SANFLAGS)
+CPPFLAGS += -Iinclude -Iuser -Iuser/engine -Iuser/transport -I$(BUILD)/gen
+LDFLAGS += -pthread $(SANFLAGS)
+
+LIB     := $(BUILD)/lib
+BIN     := $(BUILD)/bin
+OBJ     := $(BUILD)/obj
+
+ENGINE_SRCS := $(sort $(wildcard user/engine/*.c user/transport/*.c))
+ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(OBJ)/%.o)
+ENGINE_LIBS := -lpthread
+
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
+TOOL_SRCS := $(sort $(wildcard user/tools/*.c))
+TOOL_BINS := $(TOOL_SRCS:user/tools/%.c=$(BIN)/%)
+
+LIBS := $(LIB)/libxiwarp.so.1 $(LIB)/libxiwarp.a $(LIB)/libibverbs.so.1 \
+        $(LIB)/librdmacm.so.1 $(LIB)/libmlx5.so.1 $(LIB)/libefa.so.1
+
+.PHONY: all libs tools tests fuzz check-tools test demo bench clean
+all: check-tools libs tools tests fuzz
+
+# ---------------------------------------------------------------- tools ---
+# `make` only checks; `make test` / `make demo` install what is missing.
+check-tools:
+	@bash scripts/deps.sh --check >/dev/null || { bash scripts/deps.sh --check; exit 1; }
+
+# ---------------------------------------------------------------- engine ---
+$(OBJ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB)/libxiwarp.a: $(ENGINE_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIB)/libxiwarp.so.1: $(ENGINE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libxiwarp.so.1 -Wl,-z,defs -o $@ $^ $(LDFLAGS) $(ENGINE_LIBS)
+
+# ------------------------------------------------------- verbs drop-ins ---
+# Each shim links the engine by soname and finds it next to itself.
+SHIM_LDFLAGS = -shared -Wl,-z,defs -Wl,-rpath,'$$ORIGIN' $(LDFLAGS)
+
+$(LIB)/libibverbs.so.1: $(OBJ)/user/verbs/ibverbs.o user/verbs/libibverbs.map $(LIB)/libxiwarp.so.1
+	$(CC) $(SHIM_LDFLAGS) -Wl,-soname,libibverbs.so.1 \
+	  -Wl,--version-script=user/verbs/libibverbs.map -o $@ $< $(LIB)/libxiwarp.so.1
+
+$(LIB)/librdmacm.so.1: $(OBJ)/user/verbs/rdmacm.o user/verbs/librdmacm.map $(LIB)/libibverbs.so.1
+	$(CC) $(SHIM_LDFLAGS) -Wl,-soname,librdmacm.so.1 \
+	  -Wl,--version-script=user/verbs/librdmacm.map -o $@ $< \
+	  $(LIB)/libibverbs.so.1 $(LIB)/libxiwarp.so.1
+
+$(LIB)/libmlx5.so.1: $(OBJ)/user/verbs/stub_mlx5.o user/verbs/libmlx5.map
+	$(CC) $(SHIM_LDFLAGS) -Wl,-soname,libmlx5.so.1 \
+	  -Wl,--version-script=user/verbs/libmlx5.map -o $@ $<
+
+$(LIB)/libefa.so.1: $(OBJ)/user/verbs/stub_efa.o user/verbs/libefa.map
+	$(CC) $(SHIM_LDFLAGS) -Wl,-soname,libefa.so.1 \
+	  -Wl,--version-script=user/verbs/libefa.map -o $@ $<
+
+libs: $(LIBS)
+
+# ---------------------------------------------------------------- tools ---
+$(BIN)/xiwrun: user/tools/xiwrun.sh
+	@mkdir -p $(dir $@)
+	install -m 0755 $< $@
+
+$(BIN)/%: $(OBJ)/user/tools/%.o $(LIB)/libxiwarp.so.1
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< -Wl,-rpath,'$$ORIGIN/../lib' $(LIB)/libxiwarp.so.1 $(LDFLAGS)
+
+tools: $(BIN)/xiwrun $(TOOL_BINS)
+
+# ---------------------------------------------------------------- tests ---
+$(BUILD)/tests/unit/%: $(OBJ)/tests/unit/%.o $(LIB)/libxiwarp.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(LIB)/libxiwarp.a $(LDFLAGS) -lcmocka $(ENGINE_LIBS)
+
+tests: $(UNIT_BINS)
+
+# libFuzzer harnesses: clang, the engine compiled again with coverage.
+FUZZ_CFLAGS := -O1 -g -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) \
+               -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
+FUZZ_OBJ    := $(BUILD)/fuzz-obj
+FUZZ_ENGINE := $(ENGINE_SRCS:%.c=$(FUZZ_OBJ)/%.o)
+
+$(FUZZ_OBJ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CLANG) $(CPPFLAGS) $(filter-out -fsanitize=fuzzer%,$(FUZZ_CFLAGS)) \
+	  -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(BUILD)/tests/fuzz/%: $(FUZZ_OBJ)/tests/fuzz/%.o $(FUZZ_ENGINE)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ -lpthread
+
+fuzz: $(FUZZ_BINS)
+
+# ------------------------------------------------------------ top jobs ---
+test:
+	bash scripts/deps.sh
+	$(MAKE) all
+	$(MAKE) SAN=1 libs tools tests
+	bash tests/run.sh
+
+demo:
+	bash scripts/deps.sh
+	$(MAKE) libs tools
+	bash scripts/demo.sh
+
+bench:
+	bash scripts/deps.sh
+	$(MAKE) libs tools
+	bash scripts/bench.sh
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * xiwarp engine API (libxiwarp.so.1).
+ *
+ * The engine is a software iWARP RNIC: RDMAP (RFC 5040) / DDP (RFC 5041) /
+ * MPA (RFC 5044, RFC 6581) over a kernel TCP socket. The verbs and rdma_cm
+ * drop-in libraries (user/verbs/) are thin shells around this API.
+ *
+ * Object model: every engine object embeds the rdma-core v44 verbs object as
+ * its FIRST member (`ibv`), so the shims hand `&obj->ibv` to applications and
+ * get the engine object back with the xiw_*_from_ibv() helpers. The engine
+ * fills the embedded verbs fields itself (context, handle, lkey/rkey, qp_num,
+ * state, ...).
+ *
+ * Threads: all functions are thread-safe unless noted. Engine callbacks
+ * (struct xiw_cm_event handlers) run on the engine's progress thread and
+ * must not block.
+ *
+ * Errors: functions returning int return 0 or a NEGATIVE errno. Functions
+ * returning a pointer return NULL and set errno. Conversion to the verbs
+ * convention (positive errno / NULL+errno / -1+errno) is the shims' job.
+ */
+#ifndef XIWARP_XIWARP_H
+#define XIWARP_XIWARP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <net/if.h>
+#include <sys/socket.h>
+#include <infiniband/verbs.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- limits advertised by every xiwarp device (ibv_query_device) ---- */
+#define XIW_MAX_QP_WR      4096	/* SQ/RQ depth */
+#define XIW_MAX_CQE        65536
+#define XIW_MAX_SGE        8
+#define XIW_MAX_INLINE     256	/* bytes of inline send data */
+#define XIW_MAX_ORD        32	/* outstanding RDMA READs we may issue */
+#define XIW_MAX_IRD        32	/* inbound RDMA READs we accept */
+#define XIW_MAX_MR_SIZE    (1ULL << 40)
+#define XIW_MAX_PRIV_DATA  255	/* rdma_conn_param.private_data_len is u8 */
+
+/**
+ * struct xiw_device - one iWARP device per network interface with an address.
+ * @name:    "xiw_<ifname>" (ibv_get_device_name()).
+ * @ifname:  the interface, e.g. "veth0", "lo".
+ * @ifindex: kernel ifindex.
+ * @mac:     hardware address (all zero for lo); GID bytes 0-5.
+ * @mtu:     interface MTU in bytes.
+ * @node_guid: EUI-64 derived from @mac, network byte order.
+ */
+struct xiw_device {
+	char name[IF_NAMESIZE + 8];
+	char ifname[IF_NAMESIZE];
+	int ifindex;
+	uint8_t mac[6];
+	uint32_t mtu;
+	uint64_t node_guid;
+};
+
+/**
+ * xiw_device_list() - enumerate devices (rescans interfaces on each call).
+ * @devs: out: array of device pointers, valid until process exit.
+ *
+ * Return: number of devices (>= 0), or -errno.
+ */
+int xiw_device_list(struct xiw_device ***devs);
+
+/**
+ * xiw_device_by_addr() - the device owning a local IPv4/IPv6 address.
+ * @sa: a local address (port ignored). INADDR_ANY / in6addr_any and
+ *      127.0.0.0/8 / ::1 map to the loopback device.
+ *
+ * Return: the device, or NULL with errno = ENODEV.
+ */
+struct xiw_device *xiw_device_by_addr(const struct sockaddr *sa);
+
+/** xiw_device_query() - fill @attr (IBV_NODE_RNIC limits above). */
+void xiw_device_query(const struct xiw_device *dev, struct ibv_device_attr *attr);
+
+/** xiw_port_query() - port 1: ACTIVE, link layer Ethernet, MTU from @dev. */
+void xiw_port_query(const struct xiw_device *dev, struct ibv_port_attr *attr);
+
+/** xiw_device_gid() - GID index 0: MAC in bytes 0-5, rest zero. */
+void xiw_device_gid(const struct xiw_device *dev, union ibv_gid *gid);
+
+/* ---------------------------------------------------------------- PD --- */
+
+struct xiw_pd {
+	struct ibv_pd ibv;
+	struct xiw_device *dev;
+};
+
+/** xiw_pd_alloc() - Return: PD or NULL+errno (ENOMEM). */
+struct xiw_pd *xiw_pd_alloc(struct ibv_context *ctx, struct xiw_device *dev);
+/** xiw_pd_free() - Return: 0, or -EBUSY while MRs/QPs still use it. */
+int xiw_pd_free(struct xiw_pd *pd);
+
+/* ---------------------------------------------------------------- MR --- */
+
+/**
+ * struct xiw_mr - a registered memory region.
+ * STag (lkey == rkey) = (index << 8) | key, index into the engine's STag
+ * table, key an 8-bit value that changes on every reuse of the index.
+ * @iova: the address remote peers use for TO (RFC 5040 tagged offset);
+ *        TO t maps to local address addr + (t - iova).
+ */
+struct xiw_mr {
+	struct ibv_mr ibv;
+	struct xiw_pd *pd;
+	uint64_t iova;
+	int access;		/* IBV_ACCESS_* */
+};
+
+/**
+ * xiw_mr_reg() - register [addr, addr+len) with remote address @iova.
+ * Return: MR, or NULL+errno (EINVAL bad flags/length, ENOMEM STag table full).
+ */
+struct xiw_mr *xiw_mr_reg(struct xiw_pd *pd, void *addr, size_t len,
+			  uint64_t iova, int access);
+/** xiw_mr_dereg() - Return: 0 or -errno. The STag is invalid afterwards. */
+int xiw_mr_dereg(struct xiw_mr *mr);
+
+struct xiw_cq;	/* opaque; starts with `struct ibv_cq ibv` */
+struct xiw_qp;	/* opaque; starts with `struct ibv_qp ibv` */
+
+/* ------------------------------------------------- completion channel --- */
+
+/**
+ * struct xiw_cchan - completion channel. ibv.fd is the read end of a pipe:
+ * the engine writes one `struct xiw_cq *` (8 bytes) per CQ event, so the fd
+ * is pollable, honours O_NONBLOCK (EAGAIN) and EINTR like any pipe.
+ */
+struct xiw_cchan {
+	struct ibv_comp_channel ibv;
+	int wfd;
+};
+
+struct xiw_cchan *xiw_cchan_create(struct ibv_context *ctx);
+/** Return: 0, or -EBUSY while a CQ still uses it. */
+int xiw_cchan_destroy(struct xiw_cchan *ch);
+/**
+ * xiw_cchan_get_event() - read one event from the channel fd (blocking
+ * unless the app set O_NONBLOCK on ch->ibv.fd).
+ * Return: 0 and *cq, or -EAGAIN / -EINTR / -errno.
+ */
+int xiw_cchan_get_event(struct xiw_cchan *ch, struct xiw_cq **cq);
+
+/* ---------------------------------------------------------------- CQ --- */
+
+struct xiw_cq;	/* opaque; starts with `struct ibv_cq ibv` */
+
+/**
+ * xiw_cq_create() - a CQ of at least @cqe entries (rounded up to a power of
+ * two, capped at XIW_MAX_CQE); ibv.cqe is set to the real size.
+ * Return: CQ or NULL+errno (EINVAL cqe < 1 or > XIW_MAX_CQE).
+ */
+struct xiw_cq *xiw_cq_create(struct ibv_context *ctx, int cqe,
+			     void *cq_context, struct xiw_cchan *ch);
+/** xiw_cq_destroy() - Return: 0, or -EBUSY while a QP still uses it. */
+int xiw_cq_destroy(struct xiw_cq *cq);
+/** xiw_cq_poll() - Return: number of WCs written to @wc (0..n). */
+int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc);
+/**
+ * xiw_cq_req_notify() - arm the CQ: the next CQE (solicited-only: the next
+ * solicited or error CQE) writes one event to the channel. Return: 0/-errno.
+ */
+int xiw_cq_req_notify(struct xiw_cq *cq, int solicited_only);
+/** xiw_cq_ack_events() - account @n events returned by the channel. */
+void xiw_cq_ack_events(struct xiw_cq *cq, unsigned int n);
+
+/* ---------------------------------------------------------------- QP --- */
+
+struct xiw_qp;	/* opaque; starts with `struct ibv_qp ibv` */
+
+/**
+ * xiw_qp_create() - an RC QP (iWARP has no UD). State RESET.
+ * Caps are validated against the limits above and written back to
+ * @attr->cap (actual values).
+ * Return: QP or NULL+errno (EINVAL bad type/caps, ENOMEM).
+ */
+struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr);
+/**
+ * xiw_qp_destroy() - disconnect (abortive if needed), flush, free.
+ * Return: 0 or -errno.
+ */
+int xiw_qp_destroy(struct xiw_qp *qp);
+/**
+ * xiw_qp_modify() - verbs QP state machine (RESET->INIT->RTR->RTS, any->ERR
+ * flushes every outstanding WR with IBV_WC_WR_FLUSH_ERR, ERR->RESET).
+ * For iWARP, the CM moves a connected QP to RTS; apps only move it to
+ * INIT/ERR/RESET. Honours max_rd_atomic (ORD) / max_dest_rd_atomic (IRD).
+ * Return: 0 or -EINVAL (illegal transition / mask).
+ */
+int xiw_qp_modify(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask);
+int xiw_qp_query(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask,
+		 struct ibv_qp_init_attr *init);
+/**
+ * xiw_post_send() / xiw_post_recv() - post a WR chain. Never blocks.
+ * Return: 0, or -errno with *bad the first WR not posted:
+ * -ENOMEM queue full, -EINVAL bad WR (opcode, num_sge, inline too long),
+ * -EINVAL QP state does not allow posting.
+ */
+int xiw_post_send(struct xiw_qp *qp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad);
+int xiw_post_recv(struct xiw_qp *qp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad);
+
+static inline struct xiw_qp *xiw_qp_from_ibv(struct ibv_qp *q) { return (struct xiw_qp *)q; }
+static inline struct xiw_cq *xiw_cq_from_ibv(struct ibv_cq *c) { return (struct xiw_cq *)c; }
+static inline struct xiw_pd *xiw_pd_from_ibv(struct ibv_pd *p) { return (struct xiw_pd *)p; }
+static inline struct xiw_mr *xiw_mr_from_ibv(struct ibv_mr *m) { return (struct xiw_mr *)m; }
+static inline struct xiw_cchan *xiw_cchan_from_ibv(struct ibv_comp_channel *c) { return (struct xiw_cchan *)c; }
+
+/* ---------------------------------------------------------------- CM --- */
+
+enum xiw_cm_event_type {
+	XIW_CM_CONNECT_REQUEST,	/* passive: MPA request received; ev->conn set */
+	XIW_CM_ESTABLISHED,	/* both: QP is RTS, data may flow */
+	XIW_CM_REJECTED,	/* active: peer sent an MPA reject */
+	XIW_CM_UNREACHABLE,	/* active: TCP connect failed / MPA timeout */
+	XIW_CM_CONNECT_ERROR,	/* either: protocol error during MPA/RTR */
+	XIW_CM_DISCONNECTED,	/* either: graceful close, reset, or QP error */
+};
+
+struct xiw_cm_conn;	/* one TCP connection from setup to close */
+struct xiw_cm_listener;
+
+/**
+ * struct xiw_cm_event - what a CM handler receives. Pointers are valid only
+ * during the callback (copy private data out).
+ * @conn:   the connection (CONNECT_REQUEST: the new pending one to accept or
+ *          reject; other events: the connection they concern).
+ * @status: 0, or -errno (UNREACHABLE: -ECONNREFUSED / -ETIMEDOUT / ...).
+ * @ird, @ord: the peer's values from the MPA v2 header (v1 peer: 1/1).
+ */
+struct xiw_cm_event {
+	enum xiw_cm_event_type type;
+	struct xiw_cm_conn *conn;
+	int status;
+	const void *private_data;
+	uint8_t private_data_len;
+	uint8_t ird, ord;
+	struct sockaddr_storage local, peer;
+};
+
+/** Runs on the progress thread; must not block or call back into CM for @conn's destruction. */
+typedef void (*xiw_cm_handler)(void *arg, const struct xiw_cm_event *ev);
+
+/**
+ * xiw_cm_listen() - listen for MPA connections on @addr (port may be 0).
+ * @bound: out: the address actually bound (port filled in). May be NULL.
+ * Uses SO_REUSEADDR so a port can be re-listened right after destroy.
+ * Return: 0 or -errno (-EADDRINUSE, -EADDRNOTAVAIL, ...).
+ */
+int xiw_cm_listen(const struct sockaddr *addr, int backlog, xiw_cm_handler h,
+		  void *arg, struct xiw_cm_listener **out,
+		  struct sockaddr_storage *bound);
+/** xiw_cm_listener_destroy() - stop listening; pending requests are rejected. */
+void xiw_cm_listener_destroy(struct xiw_cm_listener *l);
+
+/**
+ * xiw_cm_connect() - active open: TCP connect to @dst (from @src if
+ * non-NULL), send the MPA request with @pdata, negotiate, do the RTR if
+ * peer-to-peer mode, then move @qp to RTS and report XIW_CM_ESTABLISHED.
+ * Failures report REJECTED / UNREACHABLE / CONNECT_ERROR.
+ * @ird, @ord: what this side offers (clamped to XIW_MAX_IRD/ORD).
+ * Return: 0 if the attempt started, or -errno.
+ */
+int xiw_cm_connect(struct xiw_qp *qp, const struct sockaddr *src,
+		   const struct sockaddr *dst, const void *pdata, uint8_t plen,
+		   uint8_t ird, uint8_t ord, xiw_cm_handler h, void *arg);
+/**
+ * xiw_cm_accept() - accept a CONNECT_REQUEST: bind @qp, send the MPA reply,
+ * complete RTR; XIW_CM_ESTABLISHED follows (delivered to @h).
+ * Return: 0 or -errno (-EINVAL conn not pending / QP not INIT).
+ */
+int xiw_cm_accept(struct xiw_cm_conn *conn, struct xiw_qp *qp,
+		  const void *pdata, uint8_t plen, uint8_t ird, uint8_t ord,
+		  xiw_cm_handler h, void *arg);
+/** xiw_cm_reject() - send an MPA reject with @pdata and close. Return: 0/-errno. */
+int xiw_cm_reject(struct xiw_cm_conn *conn, const void *pdata, uint8_t plen);
+/**
+ * xiw_cm_disconnect() - graceful close of @qp's connection (RFC 5040 §6.1:
+ * QP to ERROR/flush once the peer closes too); XIW_CM_DISCONNECTED follows
+ * exactly once per connection.
+ */
+int xiw_cm_disconnect(struct xiw_qp *qp);
+/** xiw_cm_conn_release() - drop a conn that was never accepted/rejected. */
+void xiw_cm_conn_release(struct xiw_cm_conn *conn);
+
+/* ---------------------------------------------------------- logging --- */
+
+/** xiw_log() - engine log; XIW_LOG=error|warn|info|debug (default warn) on stderr. */
+enum xiw_log_level { XIW_LOG_ERROR, XIW_LOG_WARN, XIW_LOG_INFO, XIW_LOG_DEBUG };
+void xiw_log(enum xiw_log_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XIWARP_XIWARP_H */

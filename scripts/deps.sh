@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Install every Debian package xiwarp needs to build, test and demo.
+# Idempotent: installs only what is missing. Needs root (or sudo).
+set -euo pipefail
+
+PKGS=(
+  # build
+  build-essential clang llvm pkg-config libelf-dev zlib1g-dev
+  libbpf-dev bpftool linux-libc-dev libclang-rt-14-dev libcmocka-dev
+  # rdma-core v44 headers (ABI we mimic) and the real client programs
+  libibverbs-dev librdmacm-dev rdmacm-utils ibverbs-utils perftest
+  # network tests, wire check, benchmarks
+  iproute2 tshark iperf3 sockperf libfabric-bin procps psmisc
+)
+
+# --check: report what is missing and exit 1, install nothing.
+check_only=0
+[ "${1:-}" = "--check" ] && check_only=1
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
+    || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && { echo "deps: all ${#PKGS[@]} packages present"; exit 0; }
+if [ $check_only -eq 1 ]; then
+  echo "deps: missing Debian packages: ${missing[*]}" >&2
+  echo "deps: run 'sudo scripts/deps.sh' to install them" >&2
+  exit 1
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# wireshark-common asks whether non-root may capture; answer no.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The lower-layer protocol (LLP) seam: what the engine asks of a byte-stream
+ * transport. ksock.c implements it on a non-blocking kernel TCP socket
+ * driven by the engine's progress thread (epoll); a later xsk transport
+ * (AF_XDP + user-space TCP) implements the same calls.
+ *
+ * Threads: xiw_llp_send() may be called from any thread but callers
+ * serialise sends per connection (the QP's TX lock). xiw_llp_recv() and the
+ * upcalls run on the progress thread only.
+ */
+#ifndef XIW_LLP_H
+#define XIW_LLP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct xiw_llp;
+
+/**
+ * struct xiw_llp_cb - upcalls to the connection's owner (the CM during MPA
+ * negotiation, the QP afterwards), on the progress thread.
+ * @readable: bytes (or EOF) are waiting: call xiw_llp_recv() until -EAGAIN.
+ * @writable: send space is back after a short send; only delivered while
+ *            the owner asked with xiw_llp_want_write(l, true).
+ * @closed:   the connection failed (RST: -ECONNRESET, timeout, ...). A clean
+ *            EOF is reported by xiw_llp_recv() returning 0, not here.
+ */
+struct xiw_llp_cb {
+	void (*readable)(void *arg);
+	void (*writable)(void *arg);
+	void (*closed)(void *arg, int err);
+};
+
+/** xiw_llp_set_owner() - route upcalls to @cb/@arg (atomically switches owner). */
+void xiw_llp_set_owner(struct xiw_llp *l, const struct xiw_llp_cb *cb, void *arg);
+
+/**
+ * xiw_llp_send() - send @iov without blocking (sendmsg MSG_DONTWAIT|MSG_NOSIGNAL).
+ * @more: more FPDUs follow immediately (MSG_MORE).
+ * Return: bytes accepted (may be short), -EAGAIN if none, or -errno.
+ */
+ssize_t xiw_llp_send(struct xiw_llp *l, const struct iovec *iov, int n, bool more);
+
+/**
+ * xiw_llp_recv() - receive into @iov without blocking.
+ * Return: bytes (> 0), 0 on orderly EOF, -EAGAIN, or -errno.
+ */
+ssize_t xiw_llp_recv(struct xiw_llp *l, struct iovec *iov, int n);
+
+/** xiw_llp_want_write() - ask for (or cancel) one @writable upcall. */
+void xiw_llp_want_write(struct xiw_llp *l, bool on);
+/** xiw_llp_pause_read() - stop (true) / resume (false) @readable upcalls
+ *  (no receive buffer posted: TCP flow control pushes back on the peer). */
+void xiw_llp_pause_read(struct xiw_llp *l, bool paused);
+
+/** xiw_llp_shutdown() - half-close our side (FIN) after queued data. */
+int xiw_llp_shutdown(struct xiw_llp *l);
+/** xiw_llp_abort() - reset the connection (RST via SO_LINGER 0). */
+void xiw_llp_abort(struct xiw_llp *l);
+/** xiw_llp_close() - unregister from the progress thread and free. After
+ *  it returns no upcall for @l is running or will run. */
+void xiw_llp_close(struct xiw_llp *l);
+
+/** xiw_llp_mss() - the connection's TCP MSS (bytes), for FPDU sizing. */
+uint32_t xiw_llp_mss(struct xiw_llp *l);
+/** xiw_llp_addrs() - local and peer address. */
+void xiw_llp_addrs(struct xiw_llp *l, struct sockaddr_storage *local,
+		   struct sockaddr_storage *peer);
+
+#endif /* XIW_LLP_H */
