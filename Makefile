@@ -69,13 +69,16 @@ $(LIB)/libxiwarp.so.1: $(ENGINE_OBJS)
 # Each shim links the engine by soname and finds it next to itself.
 SHIM_LDFLAGS = -shared -Wl,-z,defs -Wl,-rpath,'$$ORIGIN' $(LDFLAGS)
 
-$(LIB)/libibverbs.so.1: $(OBJ)/user/verbs/ibverbs.o user/verbs/libibverbs.map $(LIB)/libxiwarp.so.1
-	$(CC) $(SHIM_LDFLAGS) -Wl,-soname,libibverbs.so.1 \
-	  -Wl,--version-script=user/verbs/libibverbs.map -o $@ $< $(LIB)/libxiwarp.so.1
+VERBS_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard user/verbs/ibverbs*.c)))
+RDMACM_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard user/verbs/rdmacm*.c)))
 
-$(LIB)/librdmacm.so.1: $(OBJ)/user/verbs/rdmacm.o user/verbs/librdmacm.map $(LIB)/libibverbs.so.1
+$(LIB)/libibverbs.so.1: $(VERBS_OBJS) user/verbs/libibverbs.map $(LIB)/libxiwarp.so.1
+	$(CC) $(SHIM_LDFLAGS) -Wl,-soname,libibverbs.so.1 \
+	  -Wl,--version-script=user/verbs/libibverbs.map -o $@ $(VERBS_OBJS) $(LIB)/libxiwarp.so.1
+
+$(LIB)/librdmacm.so.1: $(RDMACM_OBJS) user/verbs/librdmacm.map $(LIB)/libibverbs.so.1
 	$(CC) $(SHIM_LDFLAGS) -Wl,-soname,librdmacm.so.1 \
-	  -Wl,--version-script=user/verbs/librdmacm.map -o $@ $< \
+	  -Wl,--version-script=user/verbs/librdmacm.map -o $@ $(RDMACM_OBJS) \
 	  $(LIB)/libibverbs.so.1 $(LIB)/libxiwarp.so.1
 
 $(LIB)/libmlx5.so.1: $(OBJ)/user/verbs/stub_mlx5.o user/verbs/libmlx5.map
@@ -104,7 +107,17 @@ $(BUILD)/tests/unit/%: $(OBJ)/tests/unit/%.o $(LIB)/libxiwarp.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(LIB)/libxiwarp.a $(LDFLAGS) -lcmocka $(ENGINE_LIBS)
 
-tests: $(UNIT_BINS)
+# Test programs that use the verbs/rdma_cm API, linked against the drop-ins
+# (tests/netns/*.c): victims and peers for the network scenarios.
+NETNS_SRCS := $(sort $(wildcard tests/netns/*.c))
+NETNS_BINS := $(NETNS_SRCS:tests/netns/%.c=$(BUILD)/tests/netns/%)
+
+$(BUILD)/tests/netns/%: $(OBJ)/tests/netns/%.o $(LIB)/libibverbs.so.1 $(LIB)/librdmacm.so.1
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< -Wl,-rpath,'$$ORIGIN/../../lib' $(LIB)/librdmacm.so.1 \
+	  $(LIB)/libibverbs.so.1 $(LIB)/libxiwarp.so.1 $(LDFLAGS)
+
+tests: $(UNIT_BINS) $(NETNS_BINS)
 
 # libFuzzer harnesses: clang, the engine compiled again with coverage.
 FUZZ_CFLAGS := -O1 -g -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) \
