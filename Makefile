@@ -32,7 +32,7 @@ OBJ     := $(BUILD)/obj
 
 ENGINE_SRCS := $(sort $(wildcard user/engine/*.c user/transport/*.c))
 ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(OBJ)/%.o)
-ENGINE_LIBS := -lpthread
+ENGINE_LIBS := -lbpf -lpthread
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
@@ -44,18 +44,41 @@ TOOL_BINS := $(TOOL_SRCS:user/tools/%.c=$(BIN)/%)
 LIBS := $(LIB)/libxiwarp.so.1 $(LIB)/libxiwarp.a $(LIB)/libibverbs.so.1 \
         $(LIB)/librdmacm.so.1 $(LIB)/libmlx5.so.1 $(LIB)/libefa.so.1
 
-.PHONY: all libs tools tests fuzz check-tools test demo bench clean
-all: check-tools libs tools tests fuzz
+.PHONY: all bpf libs tools tests fuzz check-tools test demo bench clean
+all: check-tools bpf libs tools tests fuzz
 
 # ---------------------------------------------------------------- tools ---
 # `make` only checks; `make test` / `make demo` install what is missing.
 check-tools:
 	@bash scripts/deps.sh --check >/dev/null || { bash scripts/deps.sh --check; exit 1; }
 
+# ------------------------------------------------------------------ bpf ---
+# libbpf-bootstrap chain: x.bpf.c -> x.bpf.o (BTF kept) -> x.skel.h
+BPF_SRCS := $(sort $(wildcard bpf/*.bpf.c))
+BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
+SKELS    := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/gen/%.skel.h)
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall -Werror -Ivmlinux -Iinclude
+
+vmlinux/vmlinux.h: vmlinux/gen.sh
+	bash vmlinux/gen.sh $@
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/vmlinux.h $(wildcard include/xiwarp/abi/*.h)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/gen/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	@mkdir -p $(dir $@)
+	bpftool gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
+
+bpf: $(BPF_OBJS) $(SKELS)
+
 # ---------------------------------------------------------------- engine ---
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+# engine sources may include the generated skeletons
+$(ENGINE_OBJS): | $(SKELS)
 
 $(LIB)/libxiwarp.a: $(ENGINE_OBJS)
 	@mkdir -p $(dir $@)
@@ -117,13 +140,22 @@ $(BUILD)/tests/netns/%: $(OBJ)/tests/netns/%.o $(LIB)/libibverbs.so.1 $(LIB)/lib
 	$(CC) -o $@ $< -Wl,-rpath,'$$ORIGIN/../../lib' $(LIB)/librdmacm.so.1 \
 	  $(LIB)/libibverbs.so.1 $(LIB)/libxiwarp.so.1 $(LDFLAGS)
 
-tests: $(UNIT_BINS) $(NETNS_BINS)
+# BPF tests: cmocka programs that load bpf/ objects into the real kernel
+BPFT_SRCS := $(sort $(wildcard tests/bpf/test_*.c))
+BPFT_BINS := $(BPFT_SRCS:tests/bpf/%.c=$(BUILD)/tests/bpf/%)
+
+$(BUILD)/tests/bpf/%: $(OBJ)/tests/bpf/%.o $(LIB)/libxiwarp.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(LIB)/libxiwarp.a $(LDFLAGS) -lcmocka $(ENGINE_LIBS)
+
+tests: $(UNIT_BINS) $(NETNS_BINS) $(BPFT_BINS)
 
 # libFuzzer harnesses: clang, the engine compiled again with coverage.
 FUZZ_CFLAGS := -O1 -g -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) \
                -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
 FUZZ_OBJ    := $(BUILD)/fuzz-obj
 FUZZ_ENGINE := $(ENGINE_SRCS:%.c=$(FUZZ_OBJ)/%.o)
+$(FUZZ_ENGINE): | $(SKELS)
 
 $(FUZZ_OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -132,7 +164,7 @@ $(FUZZ_OBJ)/%.o: %.c
 
 $(BUILD)/tests/fuzz/%: $(FUZZ_OBJ)/tests/fuzz/%.o $(FUZZ_ENGINE)
 	@mkdir -p $(dir $@)
-	$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ -lpthread
+	$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ $(ENGINE_LIBS)
 
 fuzz: $(FUZZ_BINS)
 

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+/* Loader and user-space side of the sockops ACK tracer; see xiw_sockops.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "xiwarp/xiwarp.h"
+#include "xiw_sockops.h"
+#include "xiw_sockops.skel.h"
+
+static struct {
+	pthread_once_t once;
+	int err;			/* result of the one load attempt */
+	struct xiw_sockops *skel;
+	struct bpf_link *link;
+	struct ring_buffer *rb;
+	xiw_ack_fn fn;			/* consumer of the current consume() */
+	void *fn_ctx;
+	char pin_dir[PATH_MAX];
+} so = { .once = PTHREAD_ONCE_INIT, .err = -EAGAIN };
+
+static pthread_mutex_t consume_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* cgroup2 mount point from /proc/self/mountinfo (field 5; fstype after " - ") */
+static int cgroup2_mount(char *out, size_t cap)
+{
+	char line[1024], mnt[PATH_MAX];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int ret = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (ret && fgets(line, sizeof(line), f)) {
+		const char *sep = strstr(line, " - cgroup2 ");
+
+		if (sep && sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 &&
+		    strlen(mnt) < cap) {
+			strcpy(out, mnt);
+			ret = 0;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/* this process's cgroup v2 path ("0::/a/b" line of /proc/self/cgroup) */
+static int cgroup2_self(char *out, size_t cap)
+{
+	char line[1024];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	int ret = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (ret && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		if (strlen(line + 3) < cap) {
+			strcpy(out, line + 3);
+			ret = 0;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+static int open_own_cgroup(void)
+{
+	char mnt[PATH_MAX], rel[PATH_MAX], path[2 * PATH_MAX + 1];
+	int ret = cgroup2_mount(mnt, sizeof(mnt));
+	int fd;
+
+	if (ret)
+		return ret;
+	if (cgroup2_self(rel, sizeof(rel)))
+		strcpy(rel, "/");	/* hybrid hierarchy: v2 root */
+	snprintf(path, sizeof(path), "%s%s", mnt, rel);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && rel[1]) {
+		/* our v2 group may not exist under this mount: use the root */
+		fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+static int ring_cb(void *ctx, void *data, size_t len)
+{
+	(void)ctx;
+	if (len >= sizeof(struct xiw_ack_event) && so.fn)
+		so.fn(so.fn_ctx, data);
+	return 0;
+}
+
+static int pin_maps(void)
+{
+	snprintf(so.pin_dir, sizeof(so.pin_dir), "%s/%d", XIW_BPF_PIN_DIR,
+		 (int)getpid());
+	if (mkdir(XIW_BPF_PIN_DIR, 0700) && errno != EEXIST)
+		return -errno;
+	if (mkdir(so.pin_dir, 0700) && errno != EEXIST)
+		return -errno;
+	return bpf_object__pin_maps(so.skel->obj, so.pin_dir);
+}
+
+static int load(void)
+{
+	int cg, ret;
+
+	so.skel = xiw_sockops__open_and_load();
+	if (!so.skel)
+		return errno ? -errno : -EINVAL;
+	cg = open_own_cgroup();
+	if (cg < 0)
+		return cg;
+	so.link = bpf_program__attach_cgroup(so.skel->progs.xiw_sockops, cg);
+	ret = so.link ? 0 : -errno;
+	close(cg);
+	if (ret)
+		return ret;
+	so.rb = ring_buffer__new(bpf_map__fd(so.skel->maps.xiw_ack_events),
+				 ring_cb, NULL, NULL);
+	if (!so.rb)
+		return -errno;
+	ret = pin_maps();
+	if (ret)	/* observability only: tracing works without pins */
+		xiw_log(XIW_LOG_INFO, "sockops: cannot pin maps under %s: %s",
+			so.pin_dir, strerror(-ret));
+	return 0;
+}
+
+static int quiet_libbpf(enum libbpf_print_level lvl, const char *fmt, va_list ap)
+{
+	if (lvl == LIBBPF_WARN && getenv("XIW_LOG") && !strcmp(getenv("XIW_LOG"), "debug"))
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+static void load_once(void)
+{
+	libbpf_set_print(quiet_libbpf);
+	so.err = load();
+	if (so.err) {
+		xiw_log(XIW_LOG_INFO, "sockops ACK tracing unavailable (%s); "
+			"ACK completions poll TCP_INFO instead", strerror(-so.err));
+		xiw_sockops_unload();
+		return;
+	}
+	atexit(xiw_sockops_unload);
+}
+
+int xiw_sockops_load(void)
+{
+	pthread_once(&so.once, load_once);
+	return so.err;
+}
+
+void xiw_sockops_unload(void)
+{
+	if (so.skel && so.pin_dir[0]) {
+		bpf_object__unpin_maps(so.skel->obj, so.pin_dir);
+		rmdir(so.pin_dir);
+		so.pin_dir[0] = 0;
+	}
+	ring_buffer__free(so.rb);
+	so.rb = NULL;
+	bpf_link__destroy(so.link);
+	so.link = NULL;
+	xiw_sockops__destroy(so.skel);
+	so.skel = NULL;
+}
+
+int xiw_sockops_ring_fd(void)
+{
+	return so.rb ? ring_buffer__epoll_fd(so.rb) : -ENOENT;
+}
+
+static int sk_map_fd(void)
+{
+	return so.skel ? bpf_map__fd(so.skel->maps.xiw_sk_ack) : -ENOENT;
+}
+
+int xiw_sockops_register(int sockfd, uint64_t cookie)
+{
+	struct xiw_sk_ack st = { .cookie = cookie };
+	int map = sk_map_fd();
+
+	if (map < 0)
+		return map;
+	return bpf_map_update_elem(map, &sockfd, &st, BPF_NOEXIST) ? -errno : 0;
+}
+
+void xiw_sockops_unregister(int sockfd)
+{
+	int map = sk_map_fd();
+
+	if (map >= 0)
+		bpf_map_delete_elem(map, &sockfd);
+}
+
+int xiw_sockops_state(int sockfd, struct xiw_sk_ack *out)
+{
+	int map = sk_map_fd();
+
+	if (map < 0)
+		return map;
+	return bpf_map_lookup_elem(map, &sockfd, out) ? -errno : 0;
+}
+
+int xiw_sockops_arm(int sockfd, uint32_t watermark)
+{
+	struct xiw_sk_ack st;
+	int ret = xiw_sockops_state(sockfd, &st);
+
+	if (ret)
+		return ret;
+	/* Whole-value update: an ACK landing between lookup and update only
+	 * loses its snd_una/acks bookkeeping, never an event: the caller
+	 * re-checks snd_una after arming. */
+	st.watermark = watermark;
+	st.armed = 1;
+	return bpf_map_update_elem(sk_map_fd(), &sockfd, &st, BPF_EXIST) ? -errno : 0;
+}
+
+int xiw_sockops_consume(xiw_ack_fn fn, void *ctx)
+{
+	int n;
+
+	if (!so.rb)
+		return -ENOENT;
+	pthread_mutex_lock(&consume_lock);
+	so.fn = fn;
+	so.fn_ctx = ctx;
+	n = ring_buffer__consume(so.rb);
+	so.fn = NULL;
+	pthread_mutex_unlock(&consume_lock);
+	return n;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Loader and user-space side of bpf/xiw_sockops.bpf.c: per-socket ACK
+ * watermarks delivered through a BPF ring buffer (seed 000, "ack" mode).
+ *
+ * Attachment: the program is attached (bpf_link, multi-attach) to the
+ * cgroup v2 group of this process: the "0::<path>" line of
+ * /proc/self/cgroup under the first cgroup2 mount of /proc/self/mountinfo.
+ * It needs CAP_BPF + CAP_NET_ADMIN (root); without them, or without a
+ * cgroup2 mount, xiw_sockops_load() fails and the engine polls TCP_INFO.
+ * Maps are pinned (with BTF) under XIW_BPF_PIN_DIR/<pid>/ while the
+ * process runs, for `bpftool map dump pinned`.
+ */
+#ifndef XIW_SOCKOPS_H
+#define XIW_SOCKOPS_H
+
+#include <stdint.h>
+#include <linux/types.h>
+#include "xiwarp/abi/sockops.h"
+
+/**
+ * xiw_sockops_load() - load, attach and pin once per process (idempotent).
+ * Return: 0; -EPERM without privilege; -ENOENT without a cgroup2 mount;
+ * other -errno from libbpf. The result is cached: later calls return it.
+ */
+int xiw_sockops_load(void);
+/** xiw_sockops_unload() - detach, unpin, free (atexit does it too). */
+void xiw_sockops_unload(void);
+
+/** xiw_sockops_ring_fd() - epoll-able fd that is readable when events wait. */
+int xiw_sockops_ring_fd(void);
+
+/**
+ * xiw_sockops_register() - start tracing connected TCP socket @sockfd.
+ * @cookie: returned in every event of this socket.
+ * Return: 0 or -errno.
+ */
+int xiw_sockops_register(int sockfd, uint64_t cookie);
+/** xiw_sockops_unregister() - stop tracing @sockfd (before close()). */
+void xiw_sockops_unregister(int sockfd);
+
+/**
+ * xiw_sockops_arm() - ask for one event when snd_una reaches @watermark
+ * (a TCP sequence number, compared modulo 2^32). The caller re-checks
+ * snd_una itself after arming, since an ACK may have raced the arm.
+ * Return: 0 or -errno (-ENOENT: socket not registered).
+ */
+int xiw_sockops_arm(int sockfd, uint32_t watermark);
+/** xiw_sockops_state() - read @sockfd's current state. Return: 0 or -errno. */
+int xiw_sockops_state(int sockfd, struct xiw_sk_ack *out);
+
+typedef void (*xiw_ack_fn)(void *ctx, const struct xiw_ack_event *ev);
+/**
+ * xiw_sockops_consume() - call @fn for every queued event, without blocking.
+ * Return: number of events, or -errno.
+ */
+int xiw_sockops_consume(xiw_ack_fn fn, void *ctx);
+
+#endif /* XIW_SOCKOPS_H */
