@@ -1,0 +1,555 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ksock: the LLP (llp.h) on a non-blocking kernel TCP socket, driven by
+ * the engine progress thread (level-triggered epoll).
+ *
+ * Event mask: EPOLLIN|EPOLLRDHUP while reading is not paused and EOF has
+ * not been seen, EPOLLOUT while connecting or while the owner wants one
+ * @writable upcall. EPOLLHUP/EPOLLERR cannot be masked: an error becomes a
+ * @closed upcall; a hang-up while we are not reading "parks" the fd (taken
+ * out of epoll) until reading resumes, so level-triggered HUP cannot spin.
+ *
+ * Lifetime: xiw_llp_close() unregisters the fd between dispatch batches
+ * (xiw_progress_sync) when called off the progress thread, so no upcall
+ * runs after it returns; on the progress thread it unregisters at once and
+ * frees from a closure that runs after the current batch.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include "xiwarp/xiwarp.h"
+#include "xiw_conn.h"
+#include "xiw_progress.h"
+#include "ksock.h"
+#include "llp.h"
+
+struct xiw_llp {
+	struct xiw_pfd pfd;
+	pthread_mutex_t lock;		/* everything below */
+	const struct xiw_llp_cb *cb;
+	void *arg;
+	uint32_t mask;			/* events registered with epoll */
+	uint32_t mss;
+	bool registered;		/* in epoll */
+	bool connecting;		/* waiting for connect completion */
+	bool want_write;
+	bool paused;
+	bool eof;			/* recv returned 0 */
+	bool parked;			/* out of epoll after HUP while not reading */
+	bool dead;			/* closed upcall delivered or aborted */
+};
+
+struct xiw_ksock_listener {
+	struct xiw_pfd pfd;
+	xiw_ksock_accept_fn fn;
+	void *arg;
+};
+
+socklen_t xiw_ksock_sa_len(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return sizeof(struct sockaddr_in);
+	if (sa->sa_family == AF_INET6)
+		return sizeof(struct sockaddr_in6);
+	return 0;
+}
+
+static int sock_error(int fd)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		return -errno;
+	return -err;
+}
+
+/* ------------------------------------------------------ event mask --- */
+
+static uint32_t llp_want_mask(const struct xiw_llp *l)
+{
+	uint32_t m = 0;
+
+	if (l->connecting)
+		return EPOLLOUT;
+	if (!l->paused && !l->eof)
+		m |= EPOLLIN | EPOLLRDHUP;
+	if (l->want_write)
+		m |= EPOLLOUT;
+	return m;
+}
+
+/* Bring the epoll registration in line with the state. Lock held. */
+static void llp_sync_mask_locked(struct xiw_llp *l)
+{
+	uint32_t m = llp_want_mask(l);
+	int err = 0;
+
+	if (l->dead || !l->cb)
+		return;
+	if (l->parked) {
+		if (!(m & EPOLLIN))
+			return;
+		l->parked = false;
+	}
+	if (!l->registered) {
+		err = xiw_progress_fd_add(&l->pfd, m);
+		l->registered = !err;
+	} else if (m != l->mask) {
+		err = xiw_progress_fd_mod(&l->pfd, m);
+	}
+	if (err)
+		xiw_log(XIW_LOG_ERROR, "ksock: epoll update of fd %d failed: %s",
+			l->pfd.fd, strerror(-err));
+	else
+		l->mask = m;
+}
+
+static void llp_unregister_locked(struct xiw_llp *l)
+{
+	if (l->registered)
+		xiw_progress_fd_del(&l->pfd);
+	l->registered = false;
+	l->mask = 0;
+}
+
+/* ---------------------------------------------------------- events --- */
+
+/* Deliver @closed once and stop all further upcalls. */
+static void llp_fail(struct xiw_llp *l, int err)
+{
+	const struct xiw_llp_cb *cb;
+	void *arg;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->dead) {
+		pthread_mutex_unlock(&l->lock);
+		return;
+	}
+	l->dead = true;
+	llp_unregister_locked(l);
+	cb = l->cb;
+	arg = l->arg;
+	pthread_mutex_unlock(&l->lock);
+	if (cb && cb->closed)
+		cb->closed(arg, err ? err : -ECONNRESET);
+}
+
+static void llp_cache_mss(struct xiw_llp *l)
+{
+	int mss = 0;
+	socklen_t len = sizeof(mss);
+
+	if (!getsockopt(l->pfd.fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) && mss > 0)
+		l->mss = mss;
+}
+
+static void llp_connect_done(struct xiw_llp *l)
+{
+	const struct xiw_llp_cb *cb;
+	void *arg;
+	int err = sock_error(l->pfd.fd);
+
+	if (err) {
+		llp_fail(l, err);
+		return;
+	}
+	llp_cache_mss(l);
+	pthread_mutex_lock(&l->lock);
+	l->connecting = false;
+	llp_sync_mask_locked(l);
+	cb = l->cb;
+	arg = l->arg;
+	pthread_mutex_unlock(&l->lock);
+	if (cb && cb->writable)
+		cb->writable(arg);
+}
+
+/* Readable part of an event. Return: false if the llp went away. */
+static bool llp_event_in(struct xiw_llp *l, uint32_t ev)
+{
+	const struct xiw_llp_cb *cb;
+	void *arg;
+	bool reading;
+
+	pthread_mutex_lock(&l->lock);
+	reading = !l->paused && !l->eof;
+	if (!reading && (ev & EPOLLHUP) && !l->parked) {
+		llp_unregister_locked(l);
+		l->parked = true;
+	}
+	cb = l->cb;
+	arg = l->arg;
+	pthread_mutex_unlock(&l->lock);
+	if (reading && (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP)) && cb && cb->readable)
+		cb->readable(arg);
+	return !__atomic_load_n(&l->pfd.deleted, __ATOMIC_ACQUIRE) || l->parked;
+}
+
+static void llp_event_out(struct xiw_llp *l)
+{
+	const struct xiw_llp_cb *cb;
+	void *arg;
+	bool fire;
+
+	pthread_mutex_lock(&l->lock);
+	fire = l->want_write && !l->dead;
+	l->want_write = false;
+	llp_sync_mask_locked(l);
+	cb = l->cb;
+	arg = l->arg;
+	pthread_mutex_unlock(&l->lock);
+	if (fire && cb && cb->writable)
+		cb->writable(arg);
+}
+
+static void llp_event(void *p, uint32_t ev)
+{
+	struct xiw_llp *l = p;
+	bool connecting;
+
+	pthread_mutex_lock(&l->lock);
+	connecting = l->connecting;
+	pthread_mutex_unlock(&l->lock);
+	if (connecting) {
+		llp_connect_done(l);
+		return;
+	}
+	if (ev & EPOLLERR) {
+		int err = sock_error(l->pfd.fd);
+
+		if (err) {
+			llp_fail(l, err);
+			return;
+		}
+	}
+	if (!llp_event_in(l, ev))
+		return;
+	if (ev & EPOLLOUT)
+		llp_event_out(l);
+}
+
+/* ------------------------------------------------------- llp calls --- */
+
+static struct xiw_llp *llp_new(int fd, bool connecting)
+{
+	struct xiw_llp *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	pthread_mutex_init(&l->lock, NULL);
+	l->pfd.fd = fd;
+	l->pfd.cb = llp_event;
+	l->pfd.arg = l;
+	l->connecting = connecting;
+	l->mss = 1460;
+	return l;
+}
+
+void xiw_llp_set_owner(struct xiw_llp *l, const struct xiw_llp_cb *cb, void *arg)
+{
+	pthread_mutex_lock(&l->lock);
+	l->cb = cb;
+	l->arg = arg;
+	llp_sync_mask_locked(l);
+	pthread_mutex_unlock(&l->lock);
+}
+
+ssize_t xiw_llp_send(struct xiw_llp *l, const struct iovec *iov, int n, bool more)
+{
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
+	int flags = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0);
+	ssize_t r = sendmsg(l->pfd.fd, &msg, flags);
+
+	if (r >= 0)
+		return r;
+	return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+}
+
+ssize_t xiw_llp_recv(struct xiw_llp *l, struct iovec *iov, int n)
+{
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = n };
+	ssize_t r = recvmsg(l->pfd.fd, &msg, MSG_DONTWAIT);
+
+	if (r > 0)
+		return r;
+	if (r < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	pthread_mutex_lock(&l->lock);
+	l->eof = true;
+	llp_sync_mask_locked(l);
+	pthread_mutex_unlock(&l->lock);
+	return 0;
+}
+
+void xiw_llp_want_write(struct xiw_llp *l, bool on)
+{
+	pthread_mutex_lock(&l->lock);
+	l->want_write = on;
+	llp_sync_mask_locked(l);
+	pthread_mutex_unlock(&l->lock);
+}
+
+void xiw_llp_pause_read(struct xiw_llp *l, bool paused)
+{
+	pthread_mutex_lock(&l->lock);
+	l->paused = paused;
+	llp_sync_mask_locked(l);
+	pthread_mutex_unlock(&l->lock);
+}
+
+int xiw_llp_shutdown(struct xiw_llp *l)
+{
+	return shutdown(l->pfd.fd, SHUT_WR) ? -errno : 0;
+}
+
+/*
+ * RST now: SO_LINGER 0 for the final close(), and connect(AF_UNSPEC),
+ * which makes the kernel send RST right away (tcp_disconnect). No further
+ * upcalls are delivered.
+ */
+void xiw_llp_abort(struct xiw_llp *l)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct sockaddr sa = { .sa_family = AF_UNSPEC };
+
+	setsockopt(l->pfd.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	pthread_mutex_lock(&l->lock);
+	l->dead = true;
+	llp_unregister_locked(l);
+	pthread_mutex_unlock(&l->lock);
+	if (connect(l->pfd.fd, &sa, sizeof(sa)))
+		xiw_log(XIW_LOG_DEBUG, "ksock: abort of fd %d: %s", l->pfd.fd,
+			strerror(errno));
+}
+
+static void llp_free(void *p)
+{
+	struct xiw_llp *l = p;
+
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
+
+/* Progress thread, between batches or inside an upcall. */
+static void llp_close_fd(void *p)
+{
+	struct xiw_llp *l = p;
+
+	pthread_mutex_lock(&l->lock);
+	l->dead = true;
+	l->cb = NULL;
+	llp_unregister_locked(l);
+	__atomic_store_n(&l->pfd.deleted, true, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&l->lock);
+	close(l->pfd.fd);
+}
+
+void xiw_llp_close(struct xiw_llp *l)
+{
+	if (!l)
+		return;
+	if (xiw_progress_is_self()) {
+		llp_close_fd(l);
+		if (!xiw_progress_run(llp_free, l))
+			return;
+		xiw_log(XIW_LOG_WARN, "ksock: out of memory, leaking a closed connection");
+		return;
+	}
+	if (xiw_progress_sync(llp_close_fd, l))
+		llp_close_fd(l);	/* no progress thread: nothing can run */
+	llp_free(l);
+}
+
+uint32_t xiw_llp_mss(struct xiw_llp *l)
+{
+	if (l->mss == 1460)
+		llp_cache_mss(l);
+	return l->mss;
+}
+
+void xiw_llp_addrs(struct xiw_llp *l, struct sockaddr_storage *local,
+		   struct sockaddr_storage *peer)
+{
+	socklen_t len;
+
+	if (local) {
+		memset(local, 0, sizeof(*local));
+		len = sizeof(*local);
+		getsockname(l->pfd.fd, (struct sockaddr *)local, &len);
+	}
+	if (peer) {
+		memset(peer, 0, sizeof(*peer));
+		len = sizeof(*peer);
+		getpeername(l->pfd.fd, (struct sockaddr *)peer, &len);
+	}
+}
+
+/* ----------------------------------------------------- open/listen --- */
+
+static int tcp_socket(int family)
+{
+	int one = 1;
+	int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+int xiw_ksock_connect(const struct sockaddr *src, const struct sockaddr *dst,
+		      const struct xiw_llp_cb *cb, void *arg,
+		      struct xiw_llp **out)
+{
+	socklen_t dlen = xiw_ksock_sa_len(dst);
+	struct xiw_llp *l;
+	int fd, err;
+
+	if (!dlen)
+		return -EAFNOSUPPORT;
+	fd = tcp_socket(dst->sa_family);
+	if (fd < 0)
+		return fd;
+	if (src && bind(fd, src, xiw_ksock_sa_len(src))) {
+		err = -errno;
+		goto close_fd;
+	}
+	if (connect(fd, dst, dlen) && errno != EINPROGRESS) {
+		err = -errno;
+		goto close_fd;
+	}
+	l = llp_new(fd, true);
+	if (!l) {
+		err = -ENOMEM;
+		goto close_fd;
+	}
+	*out = l;
+	xiw_llp_set_owner(l, cb, arg);	/* registers for EPOLLOUT */
+	return 0;
+close_fd:
+	close(fd);
+	return err;
+}
+
+static void listener_accept_one(struct xiw_ksock_listener *ls, int fd)
+{
+	int one = 1;
+	struct xiw_llp *l;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	l = llp_new(fd, false);
+	if (!l) {
+		xiw_log(XIW_LOG_WARN, "ksock: out of memory, dropping an incoming connection");
+		close(fd);
+		return;
+	}
+	llp_cache_mss(l);
+	ls->fn(ls->arg, l);
+}
+
+static void listener_event(void *p, uint32_t ev)
+{
+	struct xiw_ksock_listener *ls = p;
+
+	(void)ev;
+	while (!__atomic_load_n(&ls->pfd.deleted, __ATOMIC_ACQUIRE)) {
+		int fd = accept4(ls->pfd.fd, NULL, NULL,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				xiw_log(XIW_LOG_WARN, "ksock: accept: %s (raise the fd limit)",
+					strerror(errno));
+			return;
+		}
+		listener_accept_one(ls, fd);
+	}
+}
+
+static int listen_socket(const struct sockaddr *addr, int backlog,
+			 struct sockaddr_storage *bound)
+{
+	socklen_t len = xiw_ksock_sa_len(addr);
+	struct sockaddr_storage b;
+	int one = 1, fd, err;
+
+	if (!len)
+		return -EAFNOSUPPORT;
+	fd = tcp_socket(addr->sa_family);
+	if (fd < 0)
+		return fd;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, addr, len) || listen(fd, backlog > 0 ? backlog : 128))
+		goto fail;
+	len = sizeof(b);
+	if (getsockname(fd, (struct sockaddr *)&b, &len))
+		goto fail;
+	if (bound)
+		*bound = b;
+	return fd;
+fail:
+	err = -errno;
+	close(fd);
+	return err;
+}
+
+int xiw_ksock_listen(const struct sockaddr *addr, int backlog,
+		     xiw_ksock_accept_fn fn, void *arg,
+		     struct xiw_ksock_listener **out,
+		     struct sockaddr_storage *bound)
+{
+	struct xiw_ksock_listener *ls;
+	int fd = listen_socket(addr, backlog, bound);
+	int err;
+
+	if (fd < 0)
+		return fd;
+	ls = calloc(1, sizeof(*ls));
+	if (!ls) {
+		close(fd);
+		return -ENOMEM;
+	}
+	ls->pfd.fd = fd;
+	ls->pfd.cb = listener_event;
+	ls->pfd.arg = ls;
+	ls->fn = fn;
+	ls->arg = arg;
+	err = xiw_progress_fd_add(&ls->pfd, EPOLLIN);
+	if (err) {
+		close(fd);
+		free(ls);
+		return err;
+	}
+	*out = ls;
+	return 0;
+}
+
+static void listener_close_fd(void *p)
+{
+	struct xiw_ksock_listener *ls = p;
+
+	xiw_progress_fd_del(&ls->pfd);
+	close(ls->pfd.fd);
+}
+
+void xiw_ksock_listener_close(struct xiw_ksock_listener *ls)
+{
+	if (!ls)
+		return;
+	if (xiw_progress_is_self()) {
+		listener_close_fd(ls);
+		if (xiw_progress_run(free, ls))
+			xiw_log(XIW_LOG_WARN, "ksock: out of memory, leaking a listener");
+		return;
+	}
+	if (xiw_progress_sync(listener_close_fd, ls))
+		listener_close_fd(ls);
+	free(ls);
+}
