@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Completion queues and completion channels.
+ *
+ * A CQ is a power-of-two ring of struct ibv_wc under cq->lock. Arming
+ * (xiw_cq_req_notify) makes the next CQE (solicited-only: the next
+ * solicited or error CQE) write one `struct xiw_cq *` to the channel's pipe;
+ * the app polls/reads the pipe's read end (ibv.fd) like any fd.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "xiw_obj.h"
+
+/**
+ * xiw_cchan_create() - a completion channel: a pipe whose read end is
+ * ch->ibv.fd (blocking unless the app sets O_NONBLOCK) and whose write end
+ * is non-blocking, so the engine never blocks on a slow reader.
+ * Return: the channel, or NULL+errno (ENOMEM, EMFILE, ...).
+ */
+struct xiw_cchan *xiw_cchan_create(struct ibv_context *ctx)
+{
+	struct xiw_cchan *ch = calloc(1, sizeof(*ch));
+	int fds[2];
+
+	if (!ch) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (pipe2(fds, O_CLOEXEC)) {
+		free(ch);
+		return NULL;
+	}
+	fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK);
+	ch->ibv.context = ctx;
+	ch->ibv.fd = fds[0];
+	ch->ibv.refcnt = 0;
+	ch->wfd = fds[1];
+	return ch;
+}
+
+/**
+ * xiw_cchan_destroy() - close the pipe and free @ch.
+ * Return: 0, or -EBUSY while a CQ still uses it.
+ */
+int xiw_cchan_destroy(struct xiw_cchan *ch)
+{
+	if (__atomic_load_n(&ch->ibv.refcnt, __ATOMIC_ACQUIRE) > 0)
+		return -EBUSY;
+	close(ch->ibv.fd);
+	close(ch->wfd);
+	free(ch);
+	return 0;
+}
+
+/**
+ * xiw_cchan_get_event() - read one event (8 bytes: the CQ pointer).
+ * Blocks unless O_NONBLOCK is set on ch->ibv.fd.
+ * Return: 0 and *cq, -EAGAIN (non-blocking, no event), -EINTR, -errno.
+ */
+int xiw_cchan_get_event(struct xiw_cchan *ch, struct xiw_cq **cq)
+{
+	struct xiw_cq *ev;
+	ssize_t n = read(ch->ibv.fd, &ev, sizeof(ev));
+
+	if (n < 0)
+		return -errno;
+	if (n != sizeof(ev))	/* writes of 8 bytes are atomic (< PIPE_BUF) */
+		return -EIO;
+	*cq = ev;
+	return 0;
+}
+
+/**
+ * xiw_cq_create() - a CQ of at least @cqe entries, rounded up to a power of
+ * two; ibv.cqe reports the real size.
+ * @ch: completion channel for events, or NULL.
+ * Return: the CQ, or NULL+errno (EINVAL @cqe < 1 or > XIW_MAX_CQE, ENOMEM).
+ */
+struct xiw_cq *xiw_cq_create(struct ibv_context *ctx, int cqe,
+			     void *cq_context, struct xiw_cchan *ch)
+{
+	struct xiw_cq *cq;
+	uint32_t size = 1;
+
+	if (cqe < 1 || cqe > XIW_MAX_CQE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	while (size < (uint32_t)cqe)
+		size <<= 1;
+	cq = calloc(1, sizeof(*cq));
+	if (cq)
+		cq->ring = calloc(size, sizeof(*cq->ring));
+	if (!cq || !cq->ring) {
+		free(cq);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&cq->lock, NULL);
+	cq->size = size;
+	cq->mask = size - 1;
+	cq->ch = ch;
+	atomic_init(&cq->nqp, 0);
+	cq->ibv.context = ctx;
+	cq->ibv.channel = ch ? &ch->ibv : NULL;
+	cq->ibv.cq_context = cq_context;
+	cq->ibv.cqe = (int)size;
+	pthread_mutex_init(&cq->ibv.mutex, NULL);
+	pthread_cond_init(&cq->ibv.cond, NULL);
+	if (ch)
+		__atomic_add_fetch(&ch->ibv.refcnt, 1, __ATOMIC_ACQ_REL);
+	return cq;
+}
+
+/**
+ * xiw_cq_destroy() - free @cq.
+ * Return: 0, or -EBUSY while a QP still uses it (the CQ stays valid).
+ */
+int xiw_cq_destroy(struct xiw_cq *cq)
+{
+	if (atomic_load(&cq->nqp) > 0)
+		return -EBUSY;
+	if (cq->ch)
+		__atomic_sub_fetch(&cq->ch->ibv.refcnt, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_destroy(&cq->lock);
+	pthread_mutex_destroy(&cq->ibv.mutex);
+	pthread_cond_destroy(&cq->ibv.cond);
+	free(cq->ring);
+	free(cq);
+	return 0;
+}
+
+/**
+ * xiw_cq_poll() - take up to @n completions, oldest first.
+ * Return: number of WCs written to @wc (0..n).
+ */
+int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc)
+{
+	int i = 0;
+
+	pthread_mutex_lock(&cq->lock);
+	for (; i < n && cq->tail != cq->head; i++, cq->tail++)
+		wc[i] = cq->ring[cq->tail & cq->mask];
+	pthread_mutex_unlock(&cq->lock);
+	return i;
+}
+
+/**
+ * xiw_cq_req_notify() - arm @cq for one event on the next CQE (or the next
+ * solicited/error CQE when @solicited_only). Re-arming with "any" upgrades
+ * a solicited-only arm. Return: 0, or -EINVAL without a channel.
+ */
+int xiw_cq_req_notify(struct xiw_cq *cq, int solicited_only)
+{
+	if (!cq->ch)
+		return -EINVAL;
+	pthread_mutex_lock(&cq->lock);
+	if (!solicited_only)
+		cq->armed = XIW_CQ_ARM_NEXT;
+	else if (cq->armed == XIW_CQ_DISARMED)
+		cq->armed = XIW_CQ_ARM_SOL;
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}
+
+/** xiw_cq_ack_events() - account @n events returned by the channel. */
+void xiw_cq_ack_events(struct xiw_cq *cq, unsigned int n)
+{
+	pthread_mutex_lock(&cq->ibv.mutex);
+	cq->ibv.comp_events_completed += n;
+	pthread_cond_signal(&cq->ibv.cond);
+	pthread_mutex_unlock(&cq->ibv.mutex);
+}
+
+static void cq_fire(struct xiw_cq *cq)
+{
+	struct xiw_cq *ev = cq;
+
+	if (write(cq->ch->wfd, &ev, sizeof(ev)) != sizeof(ev))
+		xiw_log(XIW_LOG_WARN, "cq %p: completion event lost", (void *)cq);
+}
+
+/**
+ * xiw_cq_push() - append @wc; fire the channel if the CQ is armed for it.
+ * @solicited: completion of a solicited message (SEND with SE).
+ * Return: 0, or -ENOSPC when the CQ is full (the WC is dropped, counted).
+ */
+int xiw_cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	bool fire = false;
+
+	pthread_mutex_lock(&cq->lock);
+	if (cq->head - cq->tail >= cq->size) {
+		cq->overflow++;
+		pthread_mutex_unlock(&cq->lock);
+		xiw_log(XIW_LOG_ERROR, "cq %p overflow: wr_id %#llx dropped",
+			(void *)cq, (unsigned long long)wc->wr_id);
+		return -ENOSPC;
+	}
+	cq->ring[cq->head & cq->mask] = *wc;
+	cq->head++;
+	if (cq->armed == XIW_CQ_ARM_NEXT ||
+	    (cq->armed == XIW_CQ_ARM_SOL &&
+	     (solicited || wc->status != IBV_WC_SUCCESS))) {
+		cq->armed = XIW_CQ_DISARMED;
+		fire = true;
+	}
+	/* fire under the lock: events stay in CQE order per CQ */
+	if (fire)
+		cq_fire(cq);
+	pthread_mutex_unlock(&cq->lock);
+	return 0;
+}

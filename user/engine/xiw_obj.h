@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * xiwarp engine objects: internal definitions of CQ, QP (SQ, RQ, ORQ, IRQ),
+ * the STag table interface and the QP's transmit/receive state.
+ *
+ * Locking (one rule set for the whole QP data path):
+ *   qp->tx_lock  SQ ring and WQE states, ORQ, IRQ, the TX cursor and the
+ *                framed batch, qp->llp / qp->conn, state changes.
+ *   qp->rq_lock  RQ ring (post_recv and the receive side's take/complete).
+ *   cq->lock     the CQ ring and its arming.
+ *   Order: tx_lock -> rq_lock -> cq->lock. Never call into the CM or the
+ *   llp's close/set_owner while holding a QP lock except where noted.
+ *   The receive machine (qp->rx, qp->rxs) is owned by the progress thread.
+ */
+#ifndef XIW_OBJ_H
+#define XIW_OBJ_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+#include "xiwarp/xiwarp.h"
+#include "xiw_proto.h"
+#include "xiw_conn.h"
+#include "llp.h"
+
+/* --------------------------------------------- RDMAP opcodes (RFC 5040 §4.3) */
+enum {
+	XIW_OP_WRITE = 0,
+	XIW_OP_READ_REQ = 1,
+	XIW_OP_READ_RESP = 2,
+	XIW_OP_SEND = 3,
+	XIW_OP_SEND_INV = 4,
+	XIW_OP_SEND_SE = 5,
+	XIW_OP_SEND_SE_INV = 6,
+	XIW_OP_TERMINATE = 7,
+};
+
+/* DDP untagged queue numbers (RFC 5040 §5.1) */
+enum { XIW_QN_SEND = 0, XIW_QN_READ_REQ = 1, XIW_QN_TERM = 2 };
+
+/* ------------------- TERMINATE codes used by the QP (RFC 5040 §7.2, 5041 §7) */
+/* RDMAP layer */
+#define XIW_T_RDMAP_CATASTROPHIC XIW_TERM(XIW_TERM_LAYER_RDMAP, 0, 0x00)
+#define XIW_T_RDMAP_INV_STAG     XIW_TERM(XIW_TERM_LAYER_RDMAP, 1, 0x00)
+#define XIW_T_RDMAP_BOUNDS       XIW_TERM(XIW_TERM_LAYER_RDMAP, 1, 0x01)
+#define XIW_T_RDMAP_ACCESS       XIW_TERM(XIW_TERM_LAYER_RDMAP, 1, 0x02)
+#define XIW_T_RDMAP_STAG_ASSOC   XIW_TERM(XIW_TERM_LAYER_RDMAP, 1, 0x03)
+#define XIW_T_RDMAP_TO_WRAP      XIW_TERM(XIW_TERM_LAYER_RDMAP, 1, 0x04)
+#define XIW_T_RDMAP_CANT_INVAL   XIW_TERM(XIW_TERM_LAYER_RDMAP, 1, 0x09)
+#define XIW_T_RDMAP_UNEXP_OP     XIW_TERM(XIW_TERM_LAYER_RDMAP, 2, 0x06)
+#define XIW_T_RDMAP_STREAM_CAT   XIW_TERM(XIW_TERM_LAYER_RDMAP, 2, 0x07)
+/* DDP layer, tagged buffer errors */
+#define XIW_T_DDP_INV_STAG       XIW_TERM(XIW_TERM_LAYER_DDP, 1, 0x00)
+#define XIW_T_DDP_BOUNDS         XIW_TERM(XIW_TERM_LAYER_DDP, 1, 0x01)
+#define XIW_T_DDP_STAG_ASSOC     XIW_TERM(XIW_TERM_LAYER_DDP, 1, 0x02)
+#define XIW_T_DDP_TO_WRAP        XIW_TERM(XIW_TERM_LAYER_DDP, 1, 0x03)
+/* DDP layer, untagged buffer errors */
+#define XIW_T_DDP_INV_QN         XIW_TERM(XIW_TERM_LAYER_DDP, 2, 0x01)
+#define XIW_T_DDP_NO_BUF         XIW_TERM(XIW_TERM_LAYER_DDP, 2, 0x02)
+#define XIW_T_DDP_MSN_RANGE      XIW_TERM(XIW_TERM_LAYER_DDP, 2, 0x03)
+#define XIW_T_DDP_INV_MO         XIW_TERM(XIW_TERM_LAYER_DDP, 2, 0x04)
+#define XIW_T_DDP_TOO_LONG       XIW_TERM(XIW_TERM_LAYER_DDP, 2, 0x05)
+
+/* ---------------------------------------------------------------- PD --- */
+
+/**
+ * xiw_pd_get() / xiw_pd_put() - count an MR or QP using @pd (xiw_pd_free
+ * fails with -EBUSY while the count is non-zero).
+ */
+void xiw_pd_get(struct xiw_pd *pd);
+void xiw_pd_put(struct xiw_pd *pd);
+
+/* ------------------------------------------------------- STag table --- */
+
+#define XIW_STAG_INDEX_MAX (1u << 20)	/* table entries (index 0 unused) */
+
+/**
+ * xiw_mr_check() - resolve an STag access to local memory.
+ * @stag:   the STag (lkey or rkey).
+ * @pd:     the PD the access comes through (the QP's PD).
+ * @access: IBV_ACCESS_* rights the access needs (0: local read only).
+ * @to:     remote: tagged offset (relative to the MR's iova); local: the
+ *          virtual address (relative to ibv.addr).
+ * @len:    bytes; 0 is allowed (bounds then require @to inside the MR or at
+ *          its end).
+ * @remote: true: @to is a TO (iova based); false: a local address.
+ * @addr:   out: local address of the first byte (may be NULL).
+ * Checks, in order: valid STag (index, key, not invalidated), same PD,
+ * access rights, @to + @len does not wrap, bounds.
+ * Return: 0, -ENOENT invalid STag, -EPERM other PD, -EACCES rights missing,
+ * -EOVERFLOW @to + @len wraps 2^64, -ERANGE outside the region.
+ */
+int xiw_mr_check(uint32_t stag, const struct xiw_pd *pd, int access,
+		 uint64_t to, uint64_t len, bool remote, void **addr);
+
+/**
+ * xiw_mr_invalidate() - invalidate @stag (RFC 5040 §6.10 SEND with
+ * Invalidate). Further checks fail with -ENOENT until the MR is freed.
+ * Return: 0, -ENOENT not a valid STag, -EPERM other PD.
+ */
+int xiw_mr_invalidate(uint32_t stag, const struct xiw_pd *pd);
+
+/* ---------------------------------------------------------------- CQ --- */
+
+enum { XIW_CQ_DISARMED = 0, XIW_CQ_ARM_NEXT = 1, XIW_CQ_ARM_SOL = 2 };
+
+/**
+ * struct xiw_cq - completion queue: a power-of-two ring of ibv_wc.
+ * @lock:   protects the ring, @armed and @overflow.
+ * @head:   producer count (engine), @tail: consumer count (poll).
+ * @nqp:    QPs using this CQ as send or receive CQ (destroy: -EBUSY).
+ */
+struct xiw_cq {
+	struct ibv_cq ibv;
+	pthread_mutex_t lock;
+	struct ibv_wc *ring;
+	uint32_t size, mask;
+	uint32_t head, tail;
+	int armed;
+	uint64_t overflow;
+	struct xiw_cchan *ch;
+	atomic_int nqp;
+};
+
+/**
+ * xiw_cq_push() - append one completion; fires the channel if armed.
+ * @solicited: the completion is for a solicited message (SEND_SE).
+ * Error completions also fire a solicited-only arm. Runs in any thread.
+ * Return: 0, or -ENOSPC if the CQ is full (the WC is dropped and counted).
+ */
+int xiw_cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited);
+
+/* ---------------------------------------------------------------- QP --- */
+
+enum xiw_sqe_state { XIW_SQE_QUEUED, XIW_SQE_ACTIVE, XIW_SQE_DONE };
+
+/**
+ * struct xiw_sqe - one posted send WR.
+ * @len:  total payload bytes (sum of SGEs or inline bytes).
+ * @sge:  SGEs as posted; for inline WRs sge[0] points at the slot's copy.
+ */
+struct xiw_sqe {
+	uint64_t wr_id;
+	uint32_t opcode;	/* enum ibv_wr_opcode */
+	uint32_t flags;		/* IBV_SEND_* */
+	uint32_t num_sge;
+	uint32_t len;
+	uint64_t raddr;
+	uint32_t rkey;
+	uint32_t inv_stag;
+	uint8_t state;
+	struct ibv_sge sge[XIW_MAX_SGE];
+};
+
+/** struct xiw_rqe - one posted receive WR; @len the sum of its SGEs. */
+struct xiw_rqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t len;
+	struct ibv_sge sge[XIW_MAX_SGE];
+};
+
+/** struct xiw_irqe - an inbound READ request waiting for its response. */
+struct xiw_irqe {
+	uint32_t sink_stag, src_stag, len;
+	uint64_t sink_to, src_to;
+};
+
+/**
+ * struct xiw_orqe - an outbound READ request waiting for its response.
+ * @sq_idx: SQ slot of the READ WR; @rtr: the RTR's zero-length READ.
+ * @got: response bytes placed so far.
+ */
+struct xiw_orqe {
+	uint32_t sq_idx;
+	bool rtr;
+	uint32_t sink_stag;
+	uint64_t sink_to;
+	uint32_t len, got;
+	uint32_t num_sge;
+	struct ibv_sge sge[XIW_MAX_SGE];
+};
+
+#define XIW_ORQ_SIZE 64		/* >= XIW_MAX_ORD + 1 (RTR), power of two */
+#define XIW_IRQ_SIZE 64		/* >= XIW_MAX_IRD + 1, power of two */
+
+enum { XIW_TXK_NONE, XIW_TXK_SQ, XIW_TXK_IRQ, XIW_TXK_RTR, XIW_TXK_TERM };
+
+/**
+ * struct xiw_txmsg - the message being framed (one at a time, no
+ * interleaving of messages inside the FPDU stream).
+ * @hdr:    header template (opcode, tagged, stag/to base, qn/msn).
+ * @hdr_len: encoded header length incl. MPA length (for payload sizing).
+ * @sge, @nsge: payload source; @si/@soff: the cursor inside it.
+ * @total, @off: message bytes and bytes framed so far.
+ */
+struct xiw_txmsg {
+	int kind;
+	uint32_t sq_idx;
+	struct xiw_fpdu_hdr hdr;
+	size_t hdr_len;
+	const struct ibv_sge *sge;
+	struct ibv_sge one;
+	int nsge, si;
+	uint32_t soff;
+	uint32_t total, off;
+};
+
+#define XIW_TXB_FPDUS 32	/* FPDUs per sendmsg batch */
+#define XIW_TXB_IOV 1024	/* IOV_MAX */
+#define XIW_TXB_BYTES (256u * 1024)
+
+/** struct xiw_txmark - at batch byte @end, message (@kind, @idx) is out. */
+struct xiw_txmark {
+	size_t end;
+	int kind;
+	uint32_t idx;
+};
+
+/**
+ * struct xiw_txbatch - framed FPDUs handed (or being handed) to the llp.
+ * @iov[@iov_idx..@niov): still to send; iov[iov_idx] already advanced past
+ * a partial send. @sent/@total: bytes.
+ */
+struct xiw_txbatch {
+	struct iovec iov[XIW_TXB_IOV];
+	int niov, iov_idx;
+	size_t total, sent;
+	int nfpdu;
+	struct xiw_txmark mark[XIW_TXB_FPDUS];
+	int nmark, mark_idx;
+	struct xiw_txf_scratch scr[XIW_TXB_FPDUS];
+};
+
+/**
+ * struct xiw_rxstate - untagged/read-request receive sequencing
+ * (progress thread only).
+ * @msn:    expected MSN on QN 0 (RFC 5041 §5.1, starts at 1).
+ * @rd_msn: expected MSN on QN 1.
+ * @mo:     bytes of the current SEND placed so far.
+ * @have_rqe: @rqe holds the RQ head the current SEND lands in.
+ */
+struct xiw_rxstate {
+	uint32_t msn, rd_msn, mo;
+	bool have_rqe;
+	struct xiw_rqe rqe;
+	uint8_t discard[1024];
+};
+
+/**
+ * struct xiw_qp - an RC queue pair.
+ * @state:   enum ibv_qp_state (also mirrored in ibv.state).
+ * @sq/@sq_mask: SQ ring; slots [sq_tail, sq_head) are posted, [sq_tail,
+ *           sq_tx) started; @sq_max the posted-WR limit (max_send_wr).
+ * @inl:     max_inline bytes per SQ slot (inline copies).
+ * @rq:      RQ ring, [rq_tail, rq_head) posted.
+ * @orq/@irq: outstanding outbound / inbound READs.
+ * @ord/@ird: limits (RFC 5040 §6.6, MPA v2 negotiation).
+ * @tx_hold: passive p2p side waiting for the RTR: send nothing.
+ * @term:    TERMINATE code to send (0: none).
+ * @rtr:     RTR FPDU type still to send (XIW_RTR_NONE: none).
+ * @refs:    progress callbacks in flight referencing the QP.
+ */
+struct xiw_qp {
+	struct ibv_qp ibv;
+	struct xiw_pd *pd;
+	struct xiw_cq *scq, *rcq;
+	atomic_int state;
+	bool sig_all;
+	uint32_t max_send_sge, max_recv_sge, max_inline;
+	int access;
+
+	pthread_mutex_t tx_lock;
+	struct xiw_sqe *sq;
+	uint8_t *inl;
+	uint32_t sq_size, sq_mask, sq_max;
+	uint32_t sq_head, sq_tx, sq_tail;
+	struct xiw_orqe orq[XIW_ORQ_SIZE];
+	uint32_t orq_head, orq_tail;
+	struct xiw_irqe irq[XIW_IRQ_SIZE];
+	uint32_t irq_head, irq_tail;
+	bool irq_active;
+	uint16_t ord, ird;
+	uint32_t tx_msn, tx_rd_msn, tx_term_msn;
+
+	struct xiw_llp *llp;
+	struct xiw_cm_conn *conn;
+	struct xiw_conn_params params;
+	struct xiw_txf txf;
+	bool attached, closed_reported;
+	bool tx_hold, tx_wait_write, shutdown_pending, tx_dead;
+	int term;
+	enum xiw_rtr_type rtr;
+	struct xiw_txmsg msg;
+	struct xiw_txbatch *b;
+
+	pthread_mutex_t rq_lock;
+	struct xiw_rqe *rq;
+	uint32_t rq_size, rq_mask, rq_max;
+	uint32_t rq_head, rq_tail;
+	bool rx_need_rqe;
+
+	/* progress thread only */
+	struct xiw_rx rx;
+	struct xiw_rxstate rxs;
+	bool rtr_wait;
+	bool rx_stop;
+
+	pthread_mutex_t ref_lock;
+	pthread_cond_t ref_cond;
+	int refs;
+};
+
+/* ---- xiw_qp.c: state, completions, teardown helpers ---- */
+
+/** xiw_qp_ref() / xiw_qp_unref() - pin the QP for a progress callback. */
+void xiw_qp_ref(struct xiw_qp *qp);
+void xiw_qp_unref(struct xiw_qp *qp);
+
+/**
+ * xiw_qp_sq_retire() - complete finished SQ WRs in order (tx_lock held):
+ * signalled (or sq_sig_all) WRs get a success WC on the send CQ.
+ */
+void xiw_qp_sq_retire(struct xiw_qp *qp);
+
+/**
+ * xiw_qp_to_error() - move to ERROR and flush every outstanding SQ and RQ
+ * WR with IBV_WC_WR_FLUSH_ERR (tx_lock held). Idempotent.
+ */
+void xiw_qp_to_error(struct xiw_qp *qp);
+
+/**
+ * xiw_qp_stream_end() - the stream is over (EOF, RST, TERMINATE): ERROR,
+ * flush, release the llp and tell the CM once via xiw_cm_stream_closed().
+ * Progress thread, no QP lock held.
+ */
+void xiw_qp_stream_end(struct xiw_qp *qp, int err);
+
+/**
+ * xiw_qp_fatal() - a protocol violation detected locally: send TERMINATE
+ * @term (XIW_TERM()), ERROR, flush, xiw_cm_stream_closed(conn, -EPROTO).
+ * Progress thread, no QP lock held.
+ */
+void xiw_qp_fatal(struct xiw_qp *qp, int term);
+
+/* ---- xiw_qp_tx.c ---- */
+
+/**
+ * xiw_tx_push() - frame and send whatever is ready (tx_lock held). Never
+ * blocks: on a short send it asks the llp for a writable upcall.
+ */
+void xiw_tx_push(struct xiw_qp *qp);
+/** xiw_tx_reset() - drop the TX cursor and batch (tx_lock held). */
+void xiw_tx_reset(struct xiw_qp *qp);
+/** xiw_tx_writable() - llp writable upcall (progress thread). */
+void xiw_tx_writable(void *arg);
+
+/* ---- xiw_qp_rx.c ---- */
+
+/** xiw_rx_ops_qp - placement callbacks of a QP's receive machine. */
+extern const struct xiw_rx_ops xiw_rx_ops_qp;
+/** xiw_rx_reset() - fresh receive sequencing (MSNs at 1). */
+void xiw_rx_reset(struct xiw_qp *qp);
+/** xiw_rx_readable() - llp readable upcall (progress thread). */
+void xiw_rx_readable(void *arg);
+/** xiw_rx_closed() - llp closed upcall (progress thread). */
+void xiw_rx_closed(void *arg, int err);
+/** xiw_rx_kick() - post_recv found the receive side waiting: resume it. */
+void xiw_rx_kick(struct xiw_qp *qp);
+
+#endif /* XIW_OBJ_H */
