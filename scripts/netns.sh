@@ -152,6 +152,10 @@ xiw_netns_down() {
 xiw_in() {
 	local side=${1:?xiw_in: A or B} ns
 	shift
+	if [ "${XIW_LOCAL:-0}" = 1 ]; then
+		"$@"
+		return
+	fi
 	case "$side" in
 	A | a) ns=$XIW_NS_A ;;
 	B | b) ns=$XIW_NS_B ;;
@@ -172,9 +176,14 @@ xiw_bg() {
 	B | b) ns=$XIW_NS_B ;;
 	*) _xiw_log "xiw_bg: side must be A or B, not '$side'"; return 2 ;;
 	esac
-	[ -n "$ns" ] || { _xiw_log "xiw_bg: namespaces not up (call xiw_netns_up)"; return 2; }
+	[ -n "$ns" ] || [ "${XIW_LOCAL:-0}" = 1 ] ||
+		{ _xiw_log "xiw_bg: namespaces not up (call xiw_netns_up)"; return 2; }
 	# `ip netns exec` execs CMD, so $! is CMD itself (killable by pid).
-	ip netns exec "$ns" "$@" &
+	if [ "${XIW_LOCAL:-0}" = 1 ]; then
+		"$@" &
+	else
+		ip netns exec "$ns" "$@" &
+	fi
 	XIW_LAST_PID=$!
 	XIW_BG_PIDS+=("$XIW_LAST_PID")
 }
@@ -280,4 +289,108 @@ xiw_netns_trap() {
 	trap 'xiw_cleanup' EXIT
 	trap 'xiw_cleanup; trap - EXIT; exit 130' INT
 	trap 'xiw_cleanup; trap - EXIT; exit 143' TERM
+}
+
+# xiw_local_up: no namespaces; xiw_in/xiw_bg/xiw_wait_listen/xiw_pair run
+# in the current namespace, both "sides" on 127.0.0.1 (no root needed).
+xiw_local_up() {
+	XIW_LOCAL=1
+	XIW_NS_A=""
+	XIW_NS_B=""
+	XIW_IP_A=127.0.0.1
+	XIW_IP_B=127.0.0.1
+	export XIW_LOCAL XIW_IP_A XIW_IP_B
+}
+
+# ------------------------------------------------------ client/server pair
+
+# xiw_pair NAME PORT TIMEOUT SERVER_CMD... -- CLIENT_CMD...
+#   Start SERVER_CMD in namespace A (background), wait until something
+#   listens on PORT there (10 s, or XIW_LISTEN_TIMEOUT), run CLIENT_CMD in
+#   namespace B under `timeout TIMEOUT`, then give the server
+#   XIW_SERVER_GRACE s (default 15) to exit by itself.
+#   Output: $XIW_LOGDIR/NAME.server.log and NAME.client.log (XIW_LOGDIR
+#   defaults to a fresh temp dir). XIW_PAIR_CLOG / XIW_PAIR_SLOG name them.
+#   Returns 0 when both exited 0; otherwise XIW_PAIR_WHY says what failed.
+xiw_pair() {
+	local name=${1:?} port=${2:?} t=${3:?} srv=() cli=() spid crc=0 src=0
+	shift 3
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
+	cli=("$@")
+	if [ ${#srv[@]} -eq 0 ] || [ ${#cli[@]} -eq 0 ]; then
+		_xiw_log "xiw_pair: usage: NAME PORT TIMEOUT SERVER... -- CLIENT..."
+		return 2
+	fi
+	if [ -z "${XIW_LOGDIR:-}" ]; then
+		XIW_LOGDIR=$(mktemp -d /tmp/xiw-logs.XXXXXX)
+	fi
+	mkdir -p "$XIW_LOGDIR"
+	XIW_PAIR_SLOG="$XIW_LOGDIR/$name.server.log"
+	XIW_PAIR_CLOG="$XIW_LOGDIR/$name.client.log"
+	XIW_PAIR_WHY=""
+
+	xiw_bg A "${srv[@]}" >"$XIW_PAIR_SLOG" 2>&1 </dev/null
+	spid=$XIW_LAST_PID
+	if ! xiw_wait_listen A "$port" "${XIW_LISTEN_TIMEOUT:-10}" "$spid" 2>>"$XIW_PAIR_SLOG"; then
+		src=0
+		xiw_stop "$spid" 1 || src=$?
+		XIW_PAIR_WHY="server did not listen on port $port (server exit $src)"
+		: >"$XIW_PAIR_CLOG"
+		return 1
+	fi
+	xiw_in B timeout -k 5 "$t" "${cli[@]}" >"$XIW_PAIR_CLOG" 2>&1 </dev/null || crc=$?
+	if [ $crc -ne 0 ]; then
+		# the server may be waiting for a peer that is gone: short grace
+		xiw_wait_pid "$spid" 3 || src=$?
+	else
+		xiw_wait_pid "$spid" "${XIW_SERVER_GRACE:-15}" || src=$?
+	fi
+	if [ $crc -eq 124 ] || [ $crc -eq 137 ]; then
+		XIW_PAIR_WHY="client timed out after ${t}s"
+	elif [ $crc -ne 0 ]; then
+		XIW_PAIR_WHY="client exit $crc"
+	fi
+	if [ $src -eq 124 ]; then
+		XIW_PAIR_WHY="${XIW_PAIR_WHY:+$XIW_PAIR_WHY, }server did not exit (killed)"
+	elif [ $src -ne 0 ]; then
+		XIW_PAIR_WHY="${XIW_PAIR_WHY:+$XIW_PAIR_WHY, }server exit $src"
+	fi
+	[ -z "$XIW_PAIR_WHY" ]
+}
+
+# xiw_pair_show_logs [LINES]: tail of the last pair's logs (on failure).
+xiw_pair_show_logs() {
+	local n=${1:-25} f
+	for f in "$XIW_PAIR_SLOG" "$XIW_PAIR_CLOG"; do
+		[ -s "$f" ] || continue
+		echo "    --- ${f##*/} (last $n lines)"
+		tail -n "$n" "$f" | sed 's/^/    | /'
+	done
+}
+
+# xiw_perftest_value FILE bw|lat: from perftest output, the value in the
+# line after the "#bytes ..." header: "BW average[MB/sec]" (bw) or
+# "t_typical[usec]" (lat). Prints nothing (and returns 1) if not found.
+xiw_perftest_value() {
+	local f=${1:?} what=${2:?} v
+	v=$(awk -v what="$what" '
+		/^[ \t]*#bytes/ {
+			h = $0
+			gsub(/BW peak/, "BW_peak", h); gsub(/BW average/, "BW_average", h)
+			gsub(/% percentile/, "%_percentile", h)
+			n = split(h, col, /[ \t]+/)
+			idx = 0; k = 0
+			for (i = 1; i <= n; i++) {
+				if (col[i] == "") continue
+				k++
+				if (what == "bw" && col[i] ~ /^BW_average/) idx = k
+				if (what == "lat" && col[i] ~ /^t_typical/) idx = k
+			}
+			want = idx; next
+		}
+		want && $1 ~ /^[0-9]+$/ { print $want; want = 0; found = 1; exit }
+	' "$f" 2>/dev/null)
+	[ -n "$v" ] || return 1
+	printf '%s\n' "$v"
 }
