@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: MIT
+/*
+ * librdmacm drop-in: connection setup and teardown on the engine CM
+ * (rdma_connect, rdma_accept, rdma_reject, rdma_disconnect, ...).
+ *
+ * iWARP needs the QP at connect/accept time: the MPA exchange hands the
+ * TCP stream to it, and the engine moves it to RTS itself. IRD/ORD are
+ * the rdma_conn_param responder_resources/initiator_depth, with 0xFF
+ * meaning "as many as the device allows", as in rdma-core.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdmacm_int.h"
+
+static void xcm_set_state(struct xcm_id *x, enum xcm_state s)
+{
+	pthread_mutex_lock(&xcm_lock);
+	x->state = s;
+	pthread_mutex_unlock(&xcm_lock);
+}
+
+/* One IRD or ORD value from the application; -1 if out of range. */
+static int xcm_depth(uint8_t asked, uint8_t dflt, uint8_t max)
+{
+	if (asked == RDMA_MAX_RESP_RES)
+		return dflt < max ? dflt : max;
+	if (asked > max)
+		return -1;
+	return asked;
+}
+
+static int xcm_depths(const struct rdma_conn_param *p, uint8_t dird,
+		      uint8_t dord, uint8_t *ird, uint8_t *ord)
+{
+	int i = xcm_depth(p ? p->responder_resources : RDMA_MAX_RESP_RES,
+			  dird, XIW_MAX_IRD);
+	int o = xcm_depth(p ? p->initiator_depth : RDMA_MAX_INIT_DEPTH,
+			  dord, XIW_MAX_ORD);
+
+	if (i < 0 || o < 0) {
+		xiw_log(XIW_LOG_INFO, XCM_PFX "IRD/ORD above %d/%d",
+			XIW_MAX_IRD, XIW_MAX_ORD);
+		return xcm_err(EINVAL);
+	}
+	*ird = i;
+	*ord = o;
+	return 0;
+}
+
+/* ai_connect data (rdma_create_ep) goes in front of the caller's. */
+static int xcm_pdata(struct xcm_id *x, const struct rdma_conn_param *p,
+		     uint8_t *buf, uint8_t *len)
+{
+	size_t n = x->connect_len;
+
+	if (p && p->private_data && p->private_data_len)
+		n += p->private_data_len;
+	if (n > XIW_MAX_PRIV_DATA)
+		return xcm_err(EINVAL);
+	memcpy(buf, x->connect, x->connect_len);
+	if (n > x->connect_len)
+		memcpy(buf + x->connect_len, p->private_data, p->private_data_len);
+	*len = n;
+	return 0;
+}
+
+static int xcm_need_qp(struct rdma_cm_id *id, const char *op)
+{
+	if (id->qp)
+		return 0;
+	/* iWARP binds the connection to a QP during MPA: no QP, no connect */
+	xiw_log(XIW_LOG_INFO, XCM_PFX "%s: no QP on the id (rdma_create_qp first)", op);
+	return xcm_err(EINVAL);
+}
+
+/* The engine gets the source address, but a port only if the app chose it. */
+static void xcm_connect_src(struct xcm_id *x, struct sockaddr_storage *src)
+{
+	memcpy(src, &x->id.route.addr.src_storage, sizeof(*src));
+	if (!x->auto_port)
+		return;
+	if (src->ss_family == AF_INET)
+		((struct sockaddr_in *)src)->sin_port = 0;
+	else
+		((struct sockaddr_in6 *)src)->sin6_port = 0;
+}
+
+int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	struct xcm_id *x = xcm_id(id);
+	uint8_t pdata[XIW_MAX_PRIV_DATA], plen, ird, ord;
+	struct sockaddr_storage src;
+	int ret;
+
+	if (!id)
+		return xcm_err(EINVAL);
+	if (x->state != XCM_ROUTE_RESOLVED)
+		return xcm_err(EINVAL);
+	if (xcm_need_qp(id, "connect") ||
+	    xcm_depths(conn_param, XIW_MAX_IRD, XIW_MAX_ORD, &ird, &ord) ||
+	    xcm_pdata(x, conn_param, pdata, &plen))
+		return -1;
+	xcm_connect_src(x, &src);
+	xcm_set_state(x, XCM_CONNECT);
+	ret = xiw_cm_connect(xiw_qp_from_ibv(id->qp), (struct sockaddr *)&src,
+			     &id->route.addr.dst_addr, pdata, plen, ird, ord,
+			     xcm_engine_handler, (void *)(uintptr_t)x->handle);
+	if (ret) {
+		xcm_set_state(x, XCM_ROUTE_RESOLVED);
+		xiw_log(XIW_LOG_INFO, XCM_PFX "connect: %s", strerror(-ret));
+		return xcm_err(-ret);
+	}
+	free(x->connect);
+	x->connect = NULL;
+	x->connect_len = 0;
+	return xcm_sync_complete(x);
+}
+
+/* Take the pending request away from the id (NULL if there is none). */
+static struct xiw_cm_conn *xcm_take_conn(struct xcm_id *x, enum xcm_state s)
+{
+	struct xiw_cm_conn *conn;
+
+	pthread_mutex_lock(&xcm_lock);
+	conn = x->state == XCM_REQ_RECV ? x->conn : NULL;
+	if (conn) {
+		x->conn = NULL;
+		x->state = s;
+	}
+	pthread_mutex_unlock(&xcm_lock);
+	return conn;
+}
+
+static void xcm_put_conn(struct xcm_id *x, struct xiw_cm_conn *conn)
+{
+	pthread_mutex_lock(&xcm_lock);
+	x->conn = conn;
+	x->state = XCM_REQ_RECV;
+	pthread_mutex_unlock(&xcm_lock);
+}
+
+int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	struct xcm_id *x = xcm_id(id);
+	uint8_t pdata[XIW_MAX_PRIV_DATA], plen, ird, ord;
+	struct xiw_cm_conn *conn;
+	int ret;
+
+	if (!id)
+		return xcm_err(EINVAL);
+	if (x->state != XCM_REQ_RECV)
+		return xcm_err(EINVAL);
+	if (xcm_need_qp(id, "accept") ||
+	    xcm_depths(conn_param, x->resp_res, x->init_depth, &ird, &ord) ||
+	    xcm_pdata(x, conn_param, pdata, &plen))
+		return -1;
+	conn = xcm_take_conn(x, XCM_ACCEPT);
+	if (!conn)
+		return xcm_err(EINVAL);
+	ret = xiw_cm_accept(conn, xiw_qp_from_ibv(id->qp), pdata, plen, ird, ord,
+			    xcm_engine_handler, (void *)(uintptr_t)x->handle);
+	if (ret) {
+		/* still pending: the app may reject or destroy the id */
+		xcm_put_conn(x, conn);
+		xiw_log(XIW_LOG_INFO, XCM_PFX "accept: %s", strerror(-ret));
+		return xcm_err(-ret);
+	}
+	return xcm_sync_complete(x);
+}
+
+int rdma_reject(struct rdma_cm_id *id, const void *private_data,
+		uint8_t private_data_len)
+{
+	struct xiw_cm_conn *conn;
+	int ret;
+
+	if (!id)
+		return xcm_err(EINVAL);
+	conn = xcm_take_conn(xcm_id(id), XCM_DISCONNECTED);
+	if (!conn)
+		return xcm_err(EINVAL);
+	ret = xiw_cm_reject(conn, private_data,
+			    private_data ? private_data_len : 0);
+	if (ret) {
+		xiw_log(XIW_LOG_INFO, XCM_PFX "reject: %s", strerror(-ret));
+		return xcm_err(-ret);
+	}
+	return 0;
+}
+
+int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
+		    uint8_t private_data_len)
+{
+	return rdma_reject(id, private_data, private_data_len);
+}
+
+/* Start the close if the connection is (being) set up. Return: was it? */
+static int xcm_begin_disconnect(struct xcm_id *x)
+{
+	int start;
+
+	pthread_mutex_lock(&xcm_lock);
+	start = x->state == XCM_CONNECTED || x->state == XCM_CONNECT ||
+		x->state == XCM_ACCEPT;
+	if (start)
+		x->state = XCM_DISCONNECT;
+	pthread_mutex_unlock(&xcm_lock);
+	return start;
+}
+
+/*
+ * iWARP semantics (iw_cm_disconnect): closing a connection the peer
+ * already closed, or one that never came up, succeeds and does nothing.
+ * A synchronous id waits for its DISCONNECTED event if one is coming.
+ */
+int rdma_disconnect(struct rdma_cm_id *id)
+{
+	struct xcm_id *x = xcm_id(id);
+	int started, ret;
+
+	if (!id)
+		return xcm_err(EINVAL);
+	if (x->state == XCM_REQ_RECV || x->state == XCM_LISTEN)
+		return xcm_err(EINVAL);
+	started = xcm_begin_disconnect(x) && id->qp;
+	if (started) {
+		ret = xiw_cm_disconnect(xiw_qp_from_ibv(id->qp));
+		if (ret && ret != -ENOTCONN) {
+			xiw_log(XIW_LOG_INFO, XCM_PFX "disconnect: %s", strerror(-ret));
+			return xcm_err(-ret);
+		}
+	}
+	if (x->sync && (started || (x->disc_queued && !x->disc_seen)))
+		return xcm_sync_complete(x);
+	return 0;
+}
+
+int rdma_establish(struct rdma_cm_id *id)
+{
+	/* the engine completes iWARP connections itself: nothing to send */
+	return id ? 0 : xcm_err(EINVAL);
+}
+
+int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
+{
+	(void)event;
+	/* only IB's COMM_EST matters to a CM; iWARP ignores it (kernel too) */
+	return id ? 0 : xcm_err(EINVAL);
+}
