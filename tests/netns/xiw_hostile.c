@@ -324,7 +324,7 @@ static int send_fpdu(struct conn *c, const uint8_t *ulpdu, size_t ulen)
 static int mpa_request(struct conn *c, const struct opts *o)
 {
 	uint8_t req[24];
-	uint16_t ird = 16, ord = 64;	/* ORD high: read-beyond-ird is ours */
+	uint16_t ird = 8, ord = 8;	/* modest: no victim should refuse */
 
 	memcpy(req, MPA_KEY_REQ, 16);
 	req[16] = (uint8_t)((o->crc ? MPA_F_CRC : 0) | MPA_F_ENHANCED);

@@ -302,23 +302,23 @@ static void on_cm_event(struct victim *v, struct rdma_cm_event *ev)
 	}
 }
 
-static void drain_cm(struct victim *v)
+/* One event per call, and only after poll() said the fd is readable: if
+ * O_NONBLOCK did not take, a blocking read here would hang the test. */
+static void one_cm_event(struct victim *v)
 {
 	struct rdma_cm_event *ev;
 
-	while (rdma_get_cm_event(v->ch, &ev) == 0) {
+	if (rdma_get_cm_event(v->ch, &ev) == 0) {
 		on_cm_event(v, ev);
 		rdma_ack_cm_event(ev);
 	}
 }
 
-static void drain_async(struct victim *v)
+static void one_async_event(struct victim *v)
 {
 	struct ibv_async_event ae;
 
-	if (!v->id || !v->id->verbs)
-		return;
-	while (ibv_get_async_event(v->id->verbs, &ae) == 0) {
+	if (ibv_get_async_event(v->id->verbs, &ae) == 0) {
 		say("async event: %s\n", ibv_event_type_str(ae.event_type));
 		ibv_ack_async_event(&ae);
 	}
@@ -474,8 +474,6 @@ static void loop(struct victim *v)
 		struct pollfd p[2] = { { .fd = v->ch->fd, .events = POLLIN },
 				       { .fd = -1, .events = POLLIN } };
 
-		drain_cm(v);
-		drain_async(v);
 		drain_cq(v);
 		if (!v->o.server && v->established && v->got_pdata && !v->disconnected) {
 			if (v->o.op == OP_STREAM)
@@ -487,7 +485,12 @@ static void loop(struct victim *v)
 		}
 		if (v->id && v->id->verbs)
 			p[1].fd = v->id->verbs->async_fd;
-		poll(p, 2, 5);	/* completions are polled: wake often */
+		if (poll(p, 2, 5) <= 0)	/* completions are polled: wake often */
+			continue;
+		if (p[0].revents & POLLIN)
+			one_cm_event(v);
+		if (p[1].fd >= 0 && (p[1].revents & POLLIN))
+			one_async_event(v);
 	}
 	drain_cq(v);
 }
