@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Connection manager, active side and the connection-level API:
+ * TCP connect, MPA request/reply (RFC 5044 §7.1, RFC 6581), RTR, the
+ * ESTABLISHED / DISCONNECTED events, and the QP's upcalls (xiw_conn.h).
+ * The passive side (listen, MPA request, accept/reject) is in
+ * xiw_cm_listen.c. All state lives on the progress thread (xiw_cm_int.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "xiwarp/wire/mpa.h"
+#include "xiw_cm_int.h"
+#include "xiw_cm_mpa.h"
+
+/* ------------------------------------------------------ active side --- */
+
+static void active_timeout(void *arg)
+{
+	struct xiw_cm_conn *c = arg;
+
+	xiw_log(XIW_LOG_INFO, "CM: no MPA reply within %d ms", XIW_CM_TIMEOUT_MS);
+	cm_fail(c, XIW_CM_UNREACHABLE, -ETIMEDOUT);
+}
+
+/* TCP is up: send the MPA request. */
+static void active_writable(void *arg)
+{
+	struct xiw_cm_conn *c = arg;
+	int len, err;
+
+	if (c->state != CS_TCP_CONNECTING)
+		return;
+	xiw_llp_addrs(c->llp, &c->local, &c->peer);
+	len = cm_encode(c, false);
+	err = len < 0 ? len : cm_send_frame(c, c->req_buf, len);
+	if (err) {
+		xiw_log(XIW_LOG_WARN, "CM: sending the MPA request failed: %s",
+			strerror(-err));
+		cm_fail(c, XIW_CM_CONNECT_ERROR, err);
+		return;
+	}
+	c->state = CS_REQ_SENT;
+	c->rlen = 0;
+}
+
+/* Reply accepted: hand the stream to the QP, RTR, ESTABLISHED. */
+static void active_attach(struct xiw_cm_conn *c)
+{
+	struct xiw_conn_params p;
+	int err = xiw_cm_conn_params(&c->req, &c->rep, true,
+				     xiw_llp_mss(c->llp), &p);
+
+	if (!err)
+		err = xiw_qp_attach(c->qp, c, c->llp, &p);
+	if (err) {
+		cm_fail(c, XIW_CM_CONNECT_ERROR, err);
+		return;
+	}
+	c->attached = true;
+	xiw_progress_timer_cancel(&c->timer);
+	if (p.rtr != XIW_RTR_NONE) {
+		err = xiw_qp_send_rtr(c->qp);
+		if (err) {
+			xiw_log(XIW_LOG_WARN, "CM: sending the RTR failed: %s",
+				strerror(-err));
+			cm_attached_fail(c, err);
+			return;
+		}
+	}
+	c->state = CS_ESTABLISHED;
+	cm_emit(c, XIW_CM_ESTABLISHED, 0, c->rep.pdata, c->rep.plen);
+}
+
+static void active_reply(struct xiw_cm_conn *c)
+{
+	if (c->rep.reject) {
+		c->final = true;
+		cm_emit(c, XIW_CM_REJECTED, -ECONNREFUSED, c->rep.pdata,
+			c->rep.plen);
+		xiw_llp_shutdown(c->llp);
+		cm_conn_finish(c);
+		return;
+	}
+	active_attach(c);
+}
+
+static void active_readable(void *arg)
+{
+	struct xiw_cm_conn *c = arg;
+	int r;
+
+	if (c->state != CS_REQ_SENT)
+		return;
+	r = cm_read_frame(c, true);
+	if (!r)
+		return;
+	if (r < 0) {
+		xiw_log(XIW_LOG_WARN, "CM: bad MPA reply from the peer: %s",
+			r == -EPROTO ? "not a valid MPA reply frame" : strerror(-r));
+		cm_fail(c, XIW_CM_CONNECT_ERROR, r);
+		return;
+	}
+	active_reply(c);
+}
+
+static void active_closed(void *arg, int err)
+{
+	struct xiw_cm_conn *c = arg;
+
+	if (c->state == CS_TCP_CONNECTING)
+		cm_fail(c, XIW_CM_UNREACHABLE, err);
+	else if (c->state == CS_REQ_SENT)
+		cm_fail(c, XIW_CM_CONNECT_ERROR, err);
+}
+
+const struct xiw_llp_cb cm_active_cb = {
+	.readable = active_readable,
+	.writable = active_writable,
+	.closed = active_closed,
+};
+
+static bool err_is_unreachable(int err)
+{
+	return err == -ECONNREFUSED || err == -ETIMEDOUT ||
+	       err == -EHOSTUNREACH || err == -ENETUNREACH;
+}
+
+struct connect_args {
+	struct xiw_qp *qp;
+	const struct sockaddr *src, *dst;
+	const void *pdata;
+	uint8_t plen, ird, ord;
+	xiw_cm_handler h;
+	void *arg;
+	int ret;
+};
+
+static int connect_start(struct xiw_cm_conn *c, struct connect_args *a)
+{
+	int err = xiw_ksock_connect(a->src, a->dst, &cm_active_cb, c, &c->llp);
+
+	if (err && err_is_unreachable(err)) {
+		cm_fail(c, XIW_CM_UNREACHABLE, err);	/* reported as an event */
+		return 0;
+	}
+	if (err)
+		return err;
+	cm_timer(c, active_timeout);
+	return 0;
+}
+
+static void connect_on_progress(void *arg)
+{
+	struct connect_args *a = arg;
+	struct xiw_cm_conn *c;
+
+	if (cm_conn_by_qp(a->qp)) {
+		a->ret = -EISCONN;
+		return;
+	}
+	c = cm_conn_new(true);
+	if (!c) {
+		a->ret = -ENOMEM;
+		return;
+	}
+	c->qp = a->qp;
+	c->h = a->h;
+	c->harg = a->arg;
+	c->state = CS_TCP_CONNECTING;
+	memcpy(&c->peer, a->dst, xiw_ksock_sa_len(a->dst));
+	xiw_cm_mpa_request(&c->req, a->ird, a->ord, a->pdata, a->plen);
+	a->ret = connect_start(c, a);
+	if (a->ret) {
+		c->final = true;
+		cm_conn_finish(c);
+	}
+}
+
+/**
+ * xiw_cm_connect() - active open (see xiwarp.h). TCP connect, MPA request
+ * (v2 unless XIW_MPA_VERSION=1), reply, xiw_qp_attach(), RTR in p2p mode,
+ * then XIW_CM_ESTABLISHED carrying the responder's private data.
+ * Return: 0 if started; -EINVAL (no QP / bad address), -EAFNOSUPPORT,
+ * -EISCONN (QP already connecting/connected), -ENOMEM, or -errno from
+ * socket()/bind(). Network failures arrive as XIW_CM_UNREACHABLE.
+ */
+int xiw_cm_connect(struct xiw_qp *qp, const struct sockaddr *src,
+		   const struct sockaddr *dst, const void *pdata, uint8_t plen,
+		   uint8_t ird, uint8_t ord, xiw_cm_handler h, void *arg)
+{
+	struct connect_args a = {
+		.qp = qp, .src = src, .dst = dst, .pdata = pdata, .plen = plen,
+		.ird = ird, .ord = ord, .h = h, .arg = arg,
+	};
+	int err;
+
+	if (!qp || !dst || !xiw_ksock_sa_len(dst) || (plen && !pdata))
+		return -EINVAL;
+	err = xiw_progress_sync(connect_on_progress, &a);
+	return err ? err : a.ret;
+}
+
+/* ------------------------------------------------------- disconnect --- */
+
+static void disconnect_on_progress(void *arg)
+{
+	struct xiw_qp *qp = arg;
+	struct xiw_cm_conn *c = cm_conn_by_qp(qp);
+
+	if (!c)
+		return;
+	if (!c->attached) {
+		cm_fail(c, XIW_CM_CONNECT_ERROR, -ECONNABORTED);
+		return;
+	}
+	c->final = true;
+	c->state = CS_CLOSING;
+	xiw_progress_timer_cancel(&c->timer);
+	cm_emit(c, XIW_CM_DISCONNECTED, 0, NULL, 0);
+	cm_conn_get(c);
+	xiw_qp_detach(qp, false);
+	cm_conn_put(c);
+}
+
+/**
+ * xiw_cm_disconnect() - graceful close of @qp's connection (RFC 5040 §6.1):
+ * the QP sends what is queued, then FIN (xiw_qp_detach(qp, false)), and
+ * XIW_CM_DISCONNECTED is raised now, once. A connect still in progress is
+ * aborted with XIW_CM_CONNECT_ERROR (-ECONNABORTED). Idempotent.
+ * Call without holding QP locks (it waits for the progress thread).
+ * Return: 0, or -errno if the progress thread is unavailable.
+ */
+int xiw_cm_disconnect(struct xiw_qp *qp)
+{
+	return xiw_progress_sync(disconnect_on_progress, qp);
+}
+
+/* ------------------------------------------------------ QP upcalls --- */
+
+static void rtr_on_progress(void *arg)
+{
+	struct xiw_cm_conn *c = arg;
+
+	if (c->state == CS_RTR_WAIT) {
+		c->state = CS_ESTABLISHED;
+		xiw_progress_timer_cancel(&c->timer);
+		cm_emit(c, XIW_CM_ESTABLISHED, 0, NULL, 0);
+	}
+	cm_conn_put(c);
+}
+
+/** xiw_cm_rtr_received() - passive p2p: the RTR arrived; raise
+ *  XIW_CM_ESTABLISHED (RFC 6581 §4). Any thread. */
+void xiw_cm_rtr_received(struct xiw_cm_conn *conn)
+{
+	cm_conn_get(conn);
+	if (xiw_progress_is_self() || xiw_progress_run(rtr_on_progress, conn))
+		rtr_on_progress(conn);
+}
+
+static void closed_on_progress(void *arg)
+{
+	struct xiw_cm_conn *c = arg;
+	int err = c->closed_err;
+
+	if (c->state != CS_DONE && !c->final) {
+		c->final = true;
+		if (c->state == CS_RTR_WAIT)
+			cm_emit(c, XIW_CM_CONNECT_ERROR, err ? err : -ECONNRESET,
+				NULL, 0);
+		else
+			cm_emit(c, XIW_CM_DISCONNECTED, err, NULL, 0);
+	}
+	cm_conn_finish(c);	/* closes the llp: the QP is done with it */
+	cm_conn_put(c);
+}
+
+/**
+ * xiw_cm_stream_closed() - the QP's stream ended (EOF: @err 0; RST/error:
+ * -errno; TERMINATE: -EPROTO). Raises XIW_CM_DISCONNECTED unless a final
+ * event was raised (CONNECT_ERROR if the RTR never came), then closes the
+ * llp and forgets @conn: the QP must not use the llp or @conn afterwards.
+ * Any thread; done on the progress thread.
+ */
+void xiw_cm_stream_closed(struct xiw_cm_conn *conn, int err)
+{
+	conn->closed_err = err;
+	cm_conn_get(conn);
+	if (xiw_progress_is_self() || xiw_progress_run(closed_on_progress, conn))
+		closed_on_progress(conn);
+}
