@@ -241,10 +241,13 @@ struct xiw_txbatch {
  * @rd_msn: expected MSN on QN 1.
  * @mo:     bytes of the current SEND placed so far.
  * @have_rqe: @rqe holds the RQ head the current SEND lands in.
+ * @term_got: a TERMINATE arrived (@term_ctrl); @rtr_got: the RTR arrived.
  */
 struct xiw_rxstate {
 	uint32_t msn, rd_msn, mo;
 	bool have_rqe;
+	bool term_got, rtr_got;
+	uint32_t term_ctrl;
 	struct xiw_rqe rqe;
 	uint8_t discard[1024];
 };
@@ -306,7 +309,7 @@ struct xiw_qp {
 	struct xiw_rx rx;
 	struct xiw_rxstate rxs;
 	bool rtr_wait;
-	bool rx_stop;
+	atomic_bool rx_stop;
 
 	pthread_mutex_t ref_lock;
 	pthread_cond_t ref_cond;
@@ -344,6 +347,12 @@ void xiw_qp_stream_end(struct xiw_qp *qp, int err);
  * Progress thread, no QP lock held.
  */
 void xiw_qp_fatal(struct xiw_qp *qp, int term);
+
+/**
+ * xiw_qp_end_async() - schedule xiw_qp_stream_end(@err) on the progress
+ * thread (for errors found with tx_lock held, possibly in an app thread).
+ */
+void xiw_qp_end_async(struct xiw_qp *qp, int err);
 
 /* ---- xiw_qp_tx.c ---- */
 

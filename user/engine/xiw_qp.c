@@ -1,0 +1,662 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Queue pairs: create/destroy, the verbs state machine (RESET -> INIT ->
+ * RTR -> RTS, any -> ERR with flush, ERR -> RESET), ORD/IRD, attach to and
+ * detach from the CM's stream (xiw_conn.h), and the end-of-stream paths.
+ * Lock rules: see xiw_obj.h.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "xiw_obj.h"
+
+static atomic_uint qp_numbers = 0x100;
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t s = 1;
+
+	while (s < n)
+		s <<= 1;
+	return s;
+}
+
+static int qp_caps_ok(const struct ibv_qp_cap *c)
+{
+	return c->max_send_wr <= XIW_MAX_QP_WR && c->max_recv_wr <= XIW_MAX_QP_WR &&
+	       c->max_send_sge <= XIW_MAX_SGE && c->max_recv_sge <= XIW_MAX_SGE &&
+	       c->max_inline_data <= XIW_MAX_INLINE;
+}
+
+static int qp_alloc_queues(struct xiw_qp *qp, const struct ibv_qp_cap *c)
+{
+	qp->sq_max = c->max_send_wr ? c->max_send_wr : 1;
+	qp->sq_size = pow2_at_least(qp->sq_max);
+	qp->sq_mask = qp->sq_size - 1;
+	qp->rq_max = c->max_recv_wr ? c->max_recv_wr : 1;
+	qp->rq_size = pow2_at_least(qp->rq_max);
+	qp->rq_mask = qp->rq_size - 1;
+	qp->max_inline = c->max_inline_data;
+	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
+	qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
+	qp->b = calloc(1, sizeof(*qp->b));
+	if (qp->max_inline)
+		qp->inl = calloc(qp->sq_size, qp->max_inline);
+	if (!qp->sq || !qp->rq || !qp->b || (qp->max_inline && !qp->inl))
+		return -ENOMEM;
+	return 0;
+}
+
+static void qp_free_mem(struct xiw_qp *qp)
+{
+	free(qp->sq);
+	free(qp->rq);
+	free(qp->b);
+	free(qp->inl);
+	free(qp);
+}
+
+static void qp_init_ibv(struct xiw_qp *qp, struct xiw_pd *pd,
+			const struct ibv_qp_init_attr *a)
+{
+	qp->ibv.context = pd->ibv.context;
+	qp->ibv.qp_context = a->qp_context;
+	qp->ibv.pd = &pd->ibv;
+	qp->ibv.send_cq = a->send_cq;
+	qp->ibv.recv_cq = a->recv_cq;
+	qp->ibv.qp_num = atomic_fetch_add(&qp_numbers, 1);
+	qp->ibv.handle = qp->ibv.qp_num;
+	qp->ibv.state = IBV_QPS_RESET;
+	qp->ibv.qp_type = IBV_QPT_RC;
+	pthread_mutex_init(&qp->ibv.mutex, NULL);
+	pthread_cond_init(&qp->ibv.cond, NULL);
+}
+
+/**
+ * xiw_qp_create() - an RC QP in state RESET.
+ * @attr: qp_type must be IBV_QPT_RC, both CQs set, no SRQ; caps within
+ *        XIW_MAX_QP_WR / XIW_MAX_SGE / XIW_MAX_INLINE. attr->cap gets the
+ *        values enforced (0 WRs/SGEs are raised to 1).
+ * Return: the QP, or NULL+errno (EINVAL bad type/caps, ENOMEM).
+ */
+struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct xiw_qp *qp;
+
+	if (!pd || !attr || attr->qp_type != IBV_QPT_RC || !attr->send_cq ||
+	    !attr->recv_cq || attr->srq || !qp_caps_ok(&attr->cap)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp || qp_alloc_queues(qp, &attr->cap)) {
+		if (qp)
+			qp_free_mem(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->pd = pd;
+	qp->scq = xiw_cq_from_ibv(attr->send_cq);
+	qp->rcq = xiw_cq_from_ibv(attr->recv_cq);
+	qp->sig_all = attr->sq_sig_all;
+	qp->max_send_sge = attr->cap.max_send_sge ? attr->cap.max_send_sge : 1;
+	qp->max_recv_sge = attr->cap.max_recv_sge ? attr->cap.max_recv_sge : 1;
+	qp->ord = XIW_MAX_ORD;
+	qp->ird = XIW_MAX_IRD;
+	atomic_init(&qp->state, IBV_QPS_RESET);
+	pthread_mutex_init(&qp->tx_lock, NULL);
+	pthread_mutex_init(&qp->rq_lock, NULL);
+	pthread_mutex_init(&qp->ref_lock, NULL);
+	pthread_cond_init(&qp->ref_cond, NULL);
+	qp_init_ibv(qp, pd, attr);
+	attr->cap.max_send_wr = qp->sq_max;
+	attr->cap.max_recv_wr = qp->rq_max;
+	attr->cap.max_send_sge = qp->max_send_sge;
+	attr->cap.max_recv_sge = qp->max_recv_sge;
+	xiw_pd_get(pd);
+	atomic_fetch_add(&qp->scq->nqp, 1);
+	atomic_fetch_add(&qp->rcq->nqp, 1);
+	return qp;
+}
+
+/* ------------------------------------------------------- completions --- */
+
+static enum ibv_wc_opcode wc_opcode(uint32_t wr_opcode)
+{
+	switch (wr_opcode) {
+	case IBV_WR_RDMA_WRITE:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+static void sq_complete(struct xiw_qp *qp, const struct xiw_sqe *e,
+			enum ibv_wc_status st)
+{
+	struct ibv_wc wc = {
+		.wr_id = e->wr_id,
+		.status = st,
+		.opcode = wc_opcode(e->opcode),
+		.byte_len = e->len,
+		.qp_num = qp->ibv.qp_num,
+		.src_qp = qp->ibv.qp_num,
+	};
+
+	xiw_cq_push(qp->scq, &wc, false);
+}
+
+/**
+ * xiw_qp_sq_retire() - complete finished SQ WRs in posting order (tx_lock
+ * held); stops at the first WR still in flight (e.g. a READ whose response
+ * has not fully arrived).
+ */
+void xiw_qp_sq_retire(struct xiw_qp *qp)
+{
+	while (qp->sq_tail != qp->sq_tx) {
+		struct xiw_sqe *e = &qp->sq[qp->sq_tail & qp->sq_mask];
+
+		if (e->state != XIW_SQE_DONE)
+			break;
+		if (qp->sig_all || (e->flags & IBV_SEND_SIGNALED))
+			sq_complete(qp, e, IBV_WC_SUCCESS);
+		qp->sq_tail++;
+	}
+}
+
+static void rq_flush(struct xiw_qp *qp)
+{
+	pthread_mutex_lock(&qp->rq_lock);
+	for (; qp->rq_tail != qp->rq_head; qp->rq_tail++) {
+		struct ibv_wc wc = {
+			.wr_id = qp->rq[qp->rq_tail & qp->rq_mask].wr_id,
+			.status = IBV_WC_WR_FLUSH_ERR,
+			.opcode = IBV_WC_RECV,
+			.qp_num = qp->ibv.qp_num,
+			.src_qp = qp->ibv.qp_num,
+		};
+
+		xiw_cq_push(qp->rcq, &wc, false);
+	}
+	qp->rx_need_rqe = false;
+	pthread_mutex_unlock(&qp->rq_lock);
+}
+
+static void qp_set_state(struct xiw_qp *qp, enum ibv_qp_state s)
+{
+	atomic_store(&qp->state, s);
+	qp->ibv.state = s;
+}
+
+/**
+ * xiw_qp_to_error() - ERROR: every outstanding SQ WR (posted, in flight or
+ * waiting for a READ response) and every posted RQ WR completes with
+ * IBV_WC_WR_FLUSH_ERR, in posting order. tx_lock held. Idempotent.
+ * A batch already framed stays (the stream must end on an FPDU boundary);
+ * its completion marks are dropped.
+ */
+void xiw_qp_to_error(struct xiw_qp *qp)
+{
+	if (atomic_load(&qp->state) == IBV_QPS_ERR)
+		return;
+	qp_set_state(qp, IBV_QPS_ERR);
+	for (; qp->sq_tail != qp->sq_head; qp->sq_tail++)
+		sq_complete(qp, &qp->sq[qp->sq_tail & qp->sq_mask],
+			    IBV_WC_WR_FLUSH_ERR);
+	qp->sq_tx = qp->sq_head;
+	qp->orq_tail = qp->orq_head;
+	qp->irq_tail = qp->irq_head;
+	qp->irq_active = false;
+	qp->rtr = XIW_RTR_NONE;
+	if (qp->msg.kind != XIW_TXK_TERM)
+		qp->msg.kind = XIW_TXK_NONE;
+	qp->b->mark_idx = qp->b->nmark;
+	rq_flush(qp);
+}
+
+static void qp_to_reset(struct xiw_qp *qp)
+{
+	qp_set_state(qp, IBV_QPS_RESET);
+	qp->sq_head = qp->sq_tx = qp->sq_tail = 0;
+	qp->orq_head = qp->orq_tail = 0;
+	qp->irq_head = qp->irq_tail = 0;
+	qp->irq_active = false;
+	qp->term = 0;
+	qp->rtr = XIW_RTR_NONE;
+	xiw_tx_reset(qp);
+	pthread_mutex_lock(&qp->rq_lock);
+	qp->rq_head = qp->rq_tail = 0;
+	qp->rx_need_rqe = false;
+	pthread_mutex_unlock(&qp->rq_lock);
+}
+
+/* ------------------------------------------------------ state machine --- */
+
+static bool qp_transition_ok(enum ibv_qp_state cur, enum ibv_qp_state nxt)
+{
+	if (nxt == IBV_QPS_ERR || nxt == IBV_QPS_RESET)
+		return true;
+	switch (cur) {
+	case IBV_QPS_RESET:
+		return nxt == IBV_QPS_INIT;
+	case IBV_QPS_INIT:
+		return nxt == IBV_QPS_INIT || nxt == IBV_QPS_RTR;
+	case IBV_QPS_RTR:
+		return nxt == IBV_QPS_RTS;
+	case IBV_QPS_RTS:
+	case IBV_QPS_SQE:
+		return nxt == IBV_QPS_RTS;
+	default:
+		return false;
+	}
+}
+
+static int qp_modify_attrs(struct xiw_qp *qp, const struct ibv_qp_attr *a,
+			   int mask)
+{
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > XIW_MAX_ORD)
+		return -EINVAL;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
+	    a->max_dest_rd_atomic > XIW_MAX_IRD)
+		return -EINVAL;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		qp->ord = a->max_rd_atomic ? a->max_rd_atomic : 1;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		qp->ird = a->max_dest_rd_atomic ? a->max_dest_rd_atomic : 1;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		qp->access = a->qp_access_flags;
+	return 0;
+}
+
+static int qp_detach_locked(struct xiw_qp *qp, bool abort,
+			    struct xiw_llp **abort_llp);
+
+/**
+ * xiw_qp_modify() - verbs QP state machine.
+ * Transitions: RESET->INIT, INIT->INIT/RTR, RTR->RTS, RTS->RTS, any->ERR
+ * (flush; a connected QP also closes its stream gracefully), any->RESET
+ * (not while connected; queued WRs are dropped without completions).
+ * Attributes: max_rd_atomic (ORD <= XIW_MAX_ORD), max_dest_rd_atomic (IRD
+ * <= XIW_MAX_IRD), qp_access_flags; IB path attributes are accepted and
+ * ignored.
+ * Return: 0, or -EINVAL (illegal transition, out-of-range value).
+ */
+int xiw_qp_modify(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	enum ibv_qp_state cur, nxt;
+	int ret;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	cur = atomic_load(&qp->state);
+	nxt = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	ret = qp_transition_ok(cur, nxt) ? 0 : -EINVAL;
+	if (!ret && nxt == IBV_QPS_RESET && qp->attached)
+		ret = -EINVAL;
+	if (!ret)
+		ret = qp_modify_attrs(qp, attr, mask);
+	if (ret || !(mask & IBV_QP_STATE) || nxt == cur) {
+		pthread_mutex_unlock(&qp->tx_lock);
+		return ret;
+	}
+	if (nxt == IBV_QPS_ERR) {
+		if (qp->attached)
+			qp_detach_locked(qp, false, NULL);
+		else
+			xiw_qp_to_error(qp);
+	} else if (nxt == IBV_QPS_RESET) {
+		qp_to_reset(qp);
+	} else {
+		qp_set_state(qp, nxt);
+		if (nxt == IBV_QPS_RTS)
+			xiw_tx_push(qp);
+	}
+	pthread_mutex_unlock(&qp->tx_lock);
+	return 0;
+}
+
+/**
+ * xiw_qp_query() - current attributes: state, caps, ORD/IRD, access flags;
+ * @init gets the creation attributes (with the enforced caps).
+ * Return: 0.
+ */
+int xiw_qp_query(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask,
+		 struct ibv_qp_init_attr *init)
+{
+	(void)mask;
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	pthread_mutex_lock(&qp->tx_lock);
+	attr->qp_state = atomic_load(&qp->state);
+	attr->cur_qp_state = attr->qp_state;
+	attr->max_rd_atomic = qp->ord;
+	attr->max_dest_rd_atomic = qp->ird;
+	attr->qp_access_flags = qp->access;
+	attr->port_num = 1;
+	attr->path_mtu = IBV_MTU_1024;
+	attr->cap.max_send_wr = qp->sq_max;
+	attr->cap.max_recv_wr = qp->rq_max;
+	attr->cap.max_send_sge = qp->max_send_sge;
+	attr->cap.max_recv_sge = qp->max_recv_sge;
+	attr->cap.max_inline_data = qp->max_inline;
+	pthread_mutex_unlock(&qp->tx_lock);
+	init->qp_context = qp->ibv.qp_context;
+	init->send_cq = qp->ibv.send_cq;
+	init->recv_cq = qp->ibv.recv_cq;
+	init->cap = attr->cap;
+	init->qp_type = IBV_QPT_RC;
+	init->sq_sig_all = qp->sig_all;
+	return 0;
+}
+
+/* ------------------------------------------------- attach / detach --- */
+
+static void noop_readable(void *arg) { (void)arg; }
+static void noop_closed(void *arg, int err) { (void)arg; (void)err; }
+
+static const struct xiw_llp_cb noop_cb = {
+	.readable = noop_readable,
+	.writable = noop_readable,
+	.closed = noop_closed,
+};
+
+static const struct xiw_llp_cb qp_llp_cb = {
+	.readable = xiw_rx_readable,
+	.writable = xiw_tx_writable,
+	.closed = xiw_rx_closed,
+};
+
+static uint16_t clamp_rd(uint16_t v, uint16_t max)
+{
+	if (v == 0)
+		return 1;
+	return v > max ? max : v;
+}
+
+/**
+ * xiw_qp_attach() - the QP takes the connected stream @llp (RFC 5044 §7:
+ * the FPDU stream starts after the MPA reply) and moves to RTS. A passive
+ * peer-to-peer side (p->rtr != XIW_RTR_NONE, !p->initiator) sends nothing
+ * until the RTR has arrived (RFC 6581 §4).
+ * Return: 0, or -EINVAL if the QP is not in INIT/RTR or already attached.
+ */
+int xiw_qp_attach(struct xiw_qp *qp, struct xiw_cm_conn *conn,
+		  struct xiw_llp *llp, const struct xiw_conn_params *p)
+{
+	enum ibv_qp_state s;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	s = atomic_load(&qp->state);
+	if ((s != IBV_QPS_INIT && s != IBV_QPS_RTR) || qp->attached) {
+		pthread_mutex_unlock(&qp->tx_lock);
+		return -EINVAL;
+	}
+	qp->llp = llp;
+	qp->conn = conn;
+	qp->params = *p;
+	qp->txf = (struct xiw_txf){ .crc = p->crc, .markers = p->markers_tx,
+				    .max_ulpdu = p->max_ulpdu };
+	qp->ord = clamp_rd(p->ord, XIW_MAX_ORD);
+	qp->ird = clamp_rd(p->ird, XIW_MAX_IRD);
+	qp->tx_msn = qp->tx_rd_msn = qp->tx_term_msn = 1;
+	qp->tx_hold = p->rtr != XIW_RTR_NONE && !p->initiator;
+	qp->rtr_wait = qp->tx_hold;
+	qp->attached = true;
+	qp->closed_reported = false;
+	qp->tx_dead = qp->shutdown_pending = qp->tx_wait_write = false;
+	xiw_tx_reset(qp);
+	xiw_rx_reset(qp);
+	qp_set_state(qp, IBV_QPS_RTS);
+	pthread_mutex_unlock(&qp->tx_lock);
+
+	xiw_llp_set_owner(llp, &qp_llp_cb, qp);
+	pthread_mutex_lock(&qp->tx_lock);
+	xiw_tx_push(qp);
+	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_rx_kick(qp);	/* bytes may already wait behind the MPA frames */
+	return 0;
+}
+
+/*
+ * tx_lock held. Graceful: ERROR + flush, drain the framed batch, then FIN
+ * (the QP keeps the stream until EOF and reports it). Abortive: ERROR +
+ * flush, the QP forgets stream and conn; the caller resets @abort_llp.
+ */
+static int qp_detach_locked(struct xiw_qp *qp, bool abort,
+			    struct xiw_llp **abort_llp)
+{
+	if (!qp->attached)
+		return -ENOTCONN;
+	xiw_qp_to_error(qp);
+	if (!abort) {
+		qp->shutdown_pending = true;
+		xiw_tx_push(qp);
+		return 0;
+	}
+	*abort_llp = qp->llp;
+	qp->llp = NULL;
+	qp->conn = NULL;
+	qp->attached = false;
+	qp->rx_stop = true;
+	xiw_tx_reset(qp);
+	return 0;
+}
+
+/**
+ * xiw_qp_detach() - end the stream: graceful (@abort false: queued FPDUs
+ * go out, then FIN; the QP still reads until EOF and then calls
+ * xiw_cm_stream_closed()) or abortive (@abort true: RST; the QP drops the
+ * llp and the conn at once and will not call xiw_cm_stream_closed()).
+ * Either way the QP goes to ERROR and flushes. Safe to call more than once.
+ */
+void xiw_qp_detach(struct xiw_qp *qp, bool abort)
+{
+	struct xiw_llp *l = NULL;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	qp_detach_locked(qp, abort, &l);
+	pthread_mutex_unlock(&qp->tx_lock);
+	if (l) {
+		xiw_llp_set_owner(l, &noop_cb, NULL);
+		xiw_llp_abort(l);
+	}
+}
+
+/**
+ * xiw_qp_stream_end() - the stream ended (@err: 0 EOF, -errno RST/error,
+ * -EPROTO TERMINATE): ERROR, flush, hand the llp back to the CM (no more
+ * upcalls to the QP) and call xiw_cm_stream_closed() exactly once.
+ * Progress thread, no QP lock held.
+ */
+void xiw_qp_stream_end(struct xiw_qp *qp, int err)
+{
+	struct xiw_cm_conn *conn;
+	struct xiw_llp *l;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	if (!qp->attached) {
+		pthread_mutex_unlock(&qp->tx_lock);
+		return;
+	}
+	xiw_qp_to_error(qp);
+	l = qp->llp;
+	conn = qp->conn;
+	qp->llp = NULL;
+	qp->conn = NULL;
+	qp->attached = false;
+	qp->closed_reported = true;
+	qp->rx_stop = true;
+	xiw_tx_reset(qp);
+	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_llp_set_owner(l, &noop_cb, NULL);
+	if (conn)
+		xiw_cm_stream_closed(conn, err);
+}
+
+/**
+ * xiw_qp_fatal() - local protocol violation @term (XIW_TERM()): send
+ * TERMINATE (RFC 5040 §5.4.2) after what is already framed, ERROR, flush,
+ * FIN, then xiw_cm_stream_closed(conn, -EPROTO). Progress thread, no lock.
+ */
+void xiw_qp_fatal(struct xiw_qp *qp, int term)
+{
+	pthread_mutex_lock(&qp->tx_lock);
+	if (!qp->attached) {
+		pthread_mutex_unlock(&qp->tx_lock);
+		return;
+	}
+	xiw_log(XIW_LOG_WARN, "qp %u: TERMINATE layer %d type %d code %#x",
+		qp->ibv.qp_num, XIW_TERM_LAYER(term), XIW_TERM_ETYPE(term),
+		XIW_TERM_ECODE(term));
+	xiw_qp_to_error(qp);
+	qp->term = term;
+	qp->shutdown_pending = true;
+	xiw_tx_push(qp);
+	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_qp_stream_end(qp, -EPROTO);
+}
+
+/* ------------------------------------------------------- references --- */
+
+/** xiw_qp_ref() - pin @qp while a progress callback for it is queued. */
+void xiw_qp_ref(struct xiw_qp *qp)
+{
+	pthread_mutex_lock(&qp->ref_lock);
+	qp->refs++;
+	pthread_mutex_unlock(&qp->ref_lock);
+}
+
+/** xiw_qp_unref() - the callback ran; wakes a waiting destroy. */
+void xiw_qp_unref(struct xiw_qp *qp)
+{
+	pthread_mutex_lock(&qp->ref_lock);
+	if (--qp->refs == 0)
+		pthread_cond_broadcast(&qp->ref_cond);
+	pthread_mutex_unlock(&qp->ref_lock);
+}
+
+struct qp_end_job {
+	struct xiw_qp *qp;
+	int err;
+};
+
+static void qp_end_fn(void *arg)
+{
+	struct qp_end_job *j = arg;
+
+	xiw_qp_stream_end(j->qp, j->err);
+	xiw_qp_unref(j->qp);
+	free(j);
+}
+
+/**
+ * xiw_qp_end_async() - run xiw_qp_stream_end(@qp, @err) on the progress
+ * thread soon; the QP stays pinned until then. Any thread, locks allowed.
+ */
+void xiw_qp_end_async(struct xiw_qp *qp, int err)
+{
+	struct qp_end_job *j = malloc(sizeof(*j));
+
+	if (!j) {
+		xiw_log(XIW_LOG_ERROR, "qp %u: no memory to end stream",
+			qp->ibv.qp_num);
+		return;
+	}
+	j->qp = qp;
+	j->err = err;
+	xiw_qp_ref(qp);
+	if (xiw_progress_run(qp_end_fn, j)) {
+		xiw_qp_unref(qp);
+		free(j);
+	}
+}
+
+/* ---------------------------------------------------------- destroy --- */
+
+struct qp_teardown {
+	struct xiw_qp *qp;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+};
+
+/* Progress thread: abort a still attached stream and tell the CM. */
+static void qp_teardown_fn(void *arg)
+{
+	struct qp_teardown *t = arg;
+	struct xiw_qp *qp = t->qp;
+	struct xiw_cm_conn *conn = NULL;
+	struct xiw_llp *l = NULL;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	if (qp->attached && !qp->closed_reported)
+		conn = qp->conn;
+	qp->closed_reported = true;
+	qp_detach_locked(qp, true, &l);
+	pthread_mutex_unlock(&qp->tx_lock);
+	if (l) {
+		xiw_llp_set_owner(l, &noop_cb, NULL);
+		xiw_llp_abort(l);
+	}
+	if (conn)
+		xiw_cm_stream_closed(conn, -ECONNABORTED);
+	pthread_mutex_lock(&t->lock);
+	t->done = true;
+	pthread_cond_signal(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Run the teardown on the progress thread: afterwards no upcall runs. */
+static void qp_teardown(struct xiw_qp *qp)
+{
+	struct qp_teardown t = { .qp = qp };
+
+	pthread_mutex_init(&t.lock, NULL);
+	pthread_cond_init(&t.cond, NULL);
+	if (xiw_progress_is_self() || xiw_progress_run(qp_teardown_fn, &t)) {
+		qp_teardown_fn(&t);
+	} else {
+		pthread_mutex_lock(&t.lock);
+		while (!t.done)
+			pthread_cond_wait(&t.cond, &t.lock);
+		pthread_mutex_unlock(&t.lock);
+	}
+	pthread_mutex_destroy(&t.lock);
+	pthread_cond_destroy(&t.cond);
+}
+
+/**
+ * xiw_qp_destroy() - abort a connected stream (the CM hears
+ * xiw_cm_stream_closed(-ECONNABORTED) if it has not yet), flush, wait
+ * until no upcall or queued progress callback uses the QP, free.
+ * Must not be called on the progress thread while callbacks are queued.
+ * Return: 0.
+ */
+int xiw_qp_destroy(struct xiw_qp *qp)
+{
+	bool was_attached;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	was_attached = qp->attached || qp->llp;
+	pthread_mutex_unlock(&qp->tx_lock);
+	if (was_attached)
+		qp_teardown(qp);
+	pthread_mutex_lock(&qp->tx_lock);
+	xiw_qp_to_error(qp);
+	pthread_mutex_unlock(&qp->tx_lock);
+	pthread_mutex_lock(&qp->ref_lock);
+	while (qp->refs > 0)
+		pthread_cond_wait(&qp->ref_cond, &qp->ref_lock);
+	pthread_mutex_unlock(&qp->ref_lock);
+
+	atomic_fetch_sub(&qp->scq->nqp, 1);
+	atomic_fetch_sub(&qp->rcq->nqp, 1);
+	xiw_pd_put(qp->pd);
+	pthread_mutex_destroy(&qp->tx_lock);
+	pthread_mutex_destroy(&qp->rq_lock);
+	pthread_mutex_destroy(&qp->ref_lock);
+	pthread_cond_destroy(&qp->ref_cond);
+	qp_free_mem(qp);
+	return 0;
+}

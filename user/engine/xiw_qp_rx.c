@@ -1,0 +1,600 @@
+// SPDX-License-Identifier: MIT
+/*
+ * QP receive side: post_recv, the placement callbacks of the receive
+ * machine (xiw_rx_ops) and the llp upcalls.
+ *
+ * Everything here except xiw_post_recv() runs on the progress thread, which
+ * owns qp->rx and qp->rxs. Tagged FPDUs (WRITE, READ response) are checked
+ * (STag, PD, access, bounds) before any byte is placed; untagged SENDs go
+ * into the RQ head WR at their MO; READ requests queue on the IRQ. Any
+ * violation returns an XIW_TERM() code: the caller sends TERMINATE, moves
+ * the QP to ERROR and ends the stream (RFC 5040 §5.4, RFC 5041 §7).
+ * A SEND that finds no posted receive makes the receive machine wait and
+ * stops reading the socket (TCP flow control) until post_recv kicks it.
+ */
+#include <errno.h>
+#include <string.h>
+#include "xiw_obj.h"
+
+/* ------------------------------------------------------- post_recv --- */
+
+static int rqe_fill(struct xiw_qp *qp, const struct ibv_recv_wr *wr,
+		    struct xiw_rqe *e)
+{
+	uint64_t len = 0;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_recv_sge)
+		return -EINVAL;
+	for (int i = 0; i < wr->num_sge; i++) {
+		const struct ibv_sge *s = &wr->sg_list[i];
+
+		if (xiw_mr_check(s->lkey, qp->pd, IBV_ACCESS_LOCAL_WRITE,
+				 s->addr, s->length, false, NULL))
+			return -EINVAL;
+		e->sge[i] = *s;
+		len += s->length;
+	}
+	if (len > INT32_MAX)
+		return -EINVAL;
+	e->wr_id = wr->wr_id;
+	e->num_sge = wr->num_sge;
+	e->len = (uint32_t)len;
+	return 0;
+}
+
+static void rq_flush_one(struct xiw_qp *qp, uint64_t wr_id)
+{
+	struct ibv_wc wc = {
+		.wr_id = wr_id,
+		.status = IBV_WC_WR_FLUSH_ERR,
+		.opcode = IBV_WC_RECV,
+		.qp_num = qp->ibv.qp_num,
+		.src_qp = qp->ibv.qp_num,
+	};
+
+	xiw_cq_push(qp->rcq, &wc, false);
+}
+
+/**
+ * xiw_post_recv() - post a chain of receive WRs (allowed from INIT on; in
+ * ERROR they complete at once with IBV_WC_WR_FLUSH_ERR). Wakes a receive
+ * side that waits for a buffer. Never blocks.
+ * Return: 0, or -errno with *bad the first WR not posted: -ENOMEM RQ full,
+ * -EINVAL num_sge > max_recv_sge, bad lkey, or QP in RESET.
+ */
+int xiw_post_recv(struct xiw_qp *qp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad)
+{
+	bool kick = false;
+	int ret = 0;
+
+	pthread_mutex_lock(&qp->rq_lock);
+	for (; wr; wr = wr->next) {
+		struct xiw_rqe *e = &qp->rq[qp->rq_head & qp->rq_mask];
+		enum ibv_qp_state s = atomic_load(&qp->state);
+
+		ret = s == IBV_QPS_RESET ? -EINVAL : rqe_fill(qp, wr, e);
+		if (!ret && qp->rq_head - qp->rq_tail >= qp->rq_max)
+			ret = -ENOMEM;
+		if (ret)
+			break;
+		if (s == IBV_QPS_ERR) {
+			rq_flush_one(qp, e->wr_id);
+			continue;
+		}
+		qp->rq_head++;
+	}
+	if (qp->rx_need_rqe && qp->rq_head != qp->rq_tail) {
+		qp->rx_need_rqe = false;
+		kick = true;
+	}
+	pthread_mutex_unlock(&qp->rq_lock);
+	if (kick)
+		xiw_rx_kick(qp);
+	if (ret && bad)
+		*bad = wr;
+	return ret;
+}
+
+/* ------------------------------------------------------- placement --- */
+
+/* Map [off, off+len) of an SGE list to iovecs. Return: count. */
+static int sge_map(const struct ibv_sge *sge, uint32_t nsge, uint32_t off,
+		   uint32_t len, struct iovec *dst)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < nsge && len; i++) {
+		uint32_t take;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		take = sge[i].length - off;
+		if (take > len)
+			take = len;
+		dst[n].iov_base = (uint8_t *)(uintptr_t)sge[i].addr + off;
+		dst[n++].iov_len = take;
+		len -= take;
+		off = 0;
+	}
+	return n;
+}
+
+static int term_tagged(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return XIW_T_DDP_INV_STAG;
+	case -EPERM:
+		return XIW_T_DDP_STAG_ASSOC;
+	case -EACCES:
+		return XIW_T_RDMAP_ACCESS;
+	case -EOVERFLOW:
+		return XIW_T_DDP_TO_WRAP;
+	default:
+		return XIW_T_DDP_BOUNDS;
+	}
+}
+
+static int term_rdmap(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return XIW_T_RDMAP_INV_STAG;
+	case -EPERM:
+		return XIW_T_RDMAP_STAG_ASSOC;
+	case -EACCES:
+		return XIW_T_RDMAP_ACCESS;
+	case -EOVERFLOW:
+		return XIW_T_RDMAP_TO_WRAP;
+	default:
+		return XIW_T_RDMAP_BOUNDS;
+	}
+}
+
+/* RDMA WRITE (RFC 5040 §4.3): sink STag must allow REMOTE_WRITE. */
+static int place_write(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
+		       struct iovec *dst, int *ndst)
+{
+	void *p;
+	int ret;
+
+	if (!h->payload_len)
+		return 0;
+	ret = xiw_mr_check(h->stag, qp->pd, IBV_ACCESS_REMOTE_WRITE, h->to,
+			   h->payload_len, true, &p);
+	if (ret)
+		return term_tagged(ret);
+	dst[0] = (struct iovec){ .iov_base = p, .iov_len = h->payload_len };
+	*ndst = 1;
+	return 0;
+}
+
+/* READ response: lands in the ORQ head's sink SGEs at TO - sink TO. */
+static int place_rresp(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
+		       struct iovec *dst, int *ndst)
+{
+	struct xiw_orqe *o;
+	int ret = 0;
+	uint64_t off;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	if (qp->orq_tail == qp->orq_head) {
+		ret = XIW_T_RDMAP_UNEXP_OP;
+		goto out;
+	}
+	o = &qp->orq[qp->orq_tail & (XIW_ORQ_SIZE - 1)];
+	if (!h->payload_len)
+		goto out;
+	if (h->stag != o->sink_stag) {
+		ret = XIW_T_DDP_INV_STAG;
+		goto out;
+	}
+	off = h->to - o->sink_to;
+	if (h->to < o->sink_to || off > o->len || h->payload_len > o->len - off) {
+		ret = XIW_T_DDP_BOUNDS;
+		goto out;
+	}
+	*ndst = sge_map(o->sge, o->num_sge, (uint32_t)off, h->payload_len, dst);
+out:
+	pthread_mutex_unlock(&qp->tx_lock);
+	return ret;
+}
+
+/* SEND*: the RQ head WR, in MSN order, at the message offset (RFC 5041 §5). */
+static int place_send(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
+		      struct iovec *dst, int *ndst)
+{
+	struct xiw_rxstate *r = &qp->rxs;
+
+	if (h->msn != r->msn)
+		return XIW_T_DDP_MSN_RANGE;
+	if (h->mo != r->mo)
+		return XIW_T_DDP_INV_MO;
+	if (!r->have_rqe) {
+		pthread_mutex_lock(&qp->rq_lock);
+		if (qp->rq_tail == qp->rq_head) {
+			qp->rx_need_rqe = true;
+			pthread_mutex_unlock(&qp->rq_lock);
+			return -EAGAIN;
+		}
+		r->rqe = qp->rq[qp->rq_tail & qp->rq_mask];
+		r->have_rqe = true;
+		pthread_mutex_unlock(&qp->rq_lock);
+	}
+	if (h->payload_len > r->rqe.len - r->mo)
+		return XIW_T_DDP_TOO_LONG;
+	*ndst = sge_map(r->rqe.sge, r->rqe.num_sge, r->mo, h->payload_len, dst);
+	return 0;
+}
+
+/* READ request (RFC 5040 §4.4): in MSN order, within IRD, source valid. */
+static int place_rreq(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
+{
+	uint32_t queued;
+	int ret;
+
+	if (h->payload_len)
+		return XIW_T_RDMAP_UNEXP_OP;
+	if (h->msn != qp->rxs.rd_msn)
+		return XIW_T_DDP_MSN_RANGE;
+	pthread_mutex_lock(&qp->tx_lock);
+	queued = qp->irq_head - qp->irq_tail + qp->irq_active;
+	pthread_mutex_unlock(&qp->tx_lock);
+	if (queued >= qp->ird)
+		return XIW_T_DDP_MSN_RANGE;	/* beyond IRD, as siw */
+	if (!h->rd_size)
+		return 0;
+	ret = xiw_mr_check(h->rd_src_stag, qp->pd, IBV_ACCESS_REMOTE_READ,
+			   h->rd_src_to, h->rd_size, true, NULL);
+	return ret ? term_rdmap(ret) : 0;
+}
+
+/* TERMINATE payload (copied DDP/RDMAP headers) is read and dropped. */
+static int place_discard(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
+			 struct iovec *dst, int *ndst)
+{
+	uint32_t len = h->payload_len;
+	int n = 0;
+
+	while (len && n < XIW_RX_MAX_DST) {
+		uint32_t take = len < sizeof(qp->rxs.discard) ?
+				len : sizeof(qp->rxs.discard);
+
+		dst[n].iov_base = qp->rxs.discard;
+		dst[n++].iov_len = take;
+		len -= take;
+	}
+	if (len)
+		return XIW_T_RDMAP_STREAM_CAT;
+	*ndst = n;
+	return 0;
+}
+
+static bool is_send(uint8_t op)
+{
+	return op == XIW_OP_SEND || op == XIW_OP_SEND_INV ||
+	       op == XIW_OP_SEND_SE || op == XIW_OP_SEND_SE_INV;
+}
+
+/* Passive p2p: the first FPDU must be a zero-length RTR (RFC 6581 §4). */
+static int place_rtr(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
+{
+	if (h->opcode == XIW_OP_WRITE && !h->payload_len)
+		return 0;
+	if (h->opcode == XIW_OP_READ_REQ && !h->rd_size)
+		return place_rreq(qp, h);
+	if (h->opcode == XIW_OP_SEND && !h->payload_len)
+		return h->msn == qp->rxs.msn ? 0 : XIW_T_DDP_MSN_RANGE;
+	return XIW_T_RDMAP_UNEXP_OP;
+}
+
+static int qp_place(void *arg, const struct xiw_fpdu_hdr *h,
+		    struct iovec *dst, int *ndst)
+{
+	struct xiw_qp *qp = arg;
+
+	*ndst = 0;
+	if (qp->rxs.term_got)
+		return XIW_T_RDMAP_STREAM_CAT;
+	if (h->opcode == XIW_OP_TERMINATE)
+		return place_discard(qp, h, dst, ndst);
+	if (qp->rtr_wait)
+		return place_rtr(qp, h);
+	if (h->opcode == XIW_OP_WRITE)
+		return place_write(qp, h, dst, ndst);
+	if (h->opcode == XIW_OP_READ_RESP)
+		return place_rresp(qp, h, dst, ndst);
+	if (h->opcode == XIW_OP_READ_REQ)
+		return place_rreq(qp, h);
+	if (is_send(h->opcode))
+		return place_send(qp, h, dst, ndst);
+	return XIW_T_RDMAP_UNEXP_OP;
+}
+
+/* ----------------------------------------------------- completions --- */
+
+static void rresp_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
+{
+	struct xiw_orqe *o;
+	struct xiw_sqe *e;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	if (qp->orq_tail == qp->orq_head)
+		goto out;
+	o = &qp->orq[qp->orq_tail & (XIW_ORQ_SIZE - 1)];
+	o->got += h->payload_len;
+	if (!h->last)
+		goto out;
+	qp->orq_tail++;
+	if (!o->rtr && atomic_load(&qp->state) == IBV_QPS_RTS) {
+		e = &qp->sq[o->sq_idx & qp->sq_mask];
+		e->state = XIW_SQE_DONE;
+		xiw_qp_sq_retire(qp);
+	}
+	xiw_tx_push(qp);	/* ORD room for queued READs */
+out:
+	pthread_mutex_unlock(&qp->tx_lock);
+}
+
+static void rreq_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
+{
+	struct xiw_irqe *e;
+
+	qp->rxs.rd_msn++;
+	pthread_mutex_lock(&qp->tx_lock);
+	if (atomic_load(&qp->state) == IBV_QPS_RTS) {
+		e = &qp->irq[qp->irq_head++ & (XIW_IRQ_SIZE - 1)];
+		*e = (struct xiw_irqe){
+			.sink_stag = h->rd_sink_stag, .sink_to = h->rd_sink_to,
+			.src_stag = h->rd_src_stag, .src_to = h->rd_src_to,
+			.len = h->rd_size,
+		};
+		xiw_tx_push(qp);
+	}
+	pthread_mutex_unlock(&qp->tx_lock);
+}
+
+static void recv_complete(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
+			  bool inv)
+{
+	struct xiw_rxstate *r = &qp->rxs;
+	struct ibv_wc wc = {
+		.wr_id = r->rqe.wr_id,
+		.status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RECV,
+		.byte_len = r->mo,
+		.qp_num = qp->ibv.qp_num,
+		.src_qp = qp->ibv.qp_num,
+		.wc_flags = inv ? IBV_WC_WITH_INV : 0,
+		.invalidated_rkey = inv ? h->inval_stag : 0,
+	};
+	bool live;
+
+	pthread_mutex_lock(&qp->rq_lock);
+	live = atomic_load(&qp->state) != IBV_QPS_ERR &&
+	       qp->rq_tail != qp->rq_head;
+	if (live)
+		qp->rq_tail++;
+	pthread_mutex_unlock(&qp->rq_lock);
+	if (live)
+		xiw_cq_push(qp->rcq, &wc, h->opcode == XIW_OP_SEND_SE ||
+					  h->opcode == XIW_OP_SEND_SE_INV);
+}
+
+/* SEND* FPDU done: advance MO; on the last one invalidate and complete. */
+static int send_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
+{
+	struct xiw_rxstate *r = &qp->rxs;
+	bool inv = h->opcode == XIW_OP_SEND_INV ||
+		   h->opcode == XIW_OP_SEND_SE_INV;
+
+	r->mo += h->payload_len;
+	if (!h->last)
+		return 0;
+	if (inv && xiw_mr_invalidate(h->inval_stag, qp->pd))
+		return XIW_T_RDMAP_CANT_INVAL;
+	recv_complete(qp, h, inv);
+	r->msn++;
+	r->mo = 0;
+	r->have_rqe = false;
+	return 0;
+}
+
+static int rtr_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
+{
+	qp->rtr_wait = false;
+	qp->rxs.rtr_got = true;
+	if (h->opcode == XIW_OP_READ_REQ)
+		rreq_done(qp, h);
+	else if (h->opcode == XIW_OP_SEND)
+		qp->rxs.msn++;
+	return 0;
+}
+
+static int qp_done(void *arg, const struct xiw_fpdu_hdr *h)
+{
+	struct xiw_qp *qp = arg;
+
+	if (h->opcode == XIW_OP_TERMINATE) {
+		qp->rxs.term_got = true;
+		qp->rxs.term_ctrl = h->term_ctrl;
+		return 0;
+	}
+	if (qp->rtr_wait)
+		return rtr_done(qp, h);
+	switch (h->opcode) {
+	case XIW_OP_READ_RESP:
+		rresp_done(qp, h);
+		return 0;
+	case XIW_OP_READ_REQ:
+		rreq_done(qp, h);
+		return 0;
+	case XIW_OP_WRITE:
+		return 0;
+	default:
+		return send_done(qp, h);
+	}
+}
+
+const struct xiw_rx_ops xiw_rx_ops_qp = {
+	.place = qp_place,
+	.done = qp_done,
+};
+
+/**
+ * xiw_rx_reset() - fresh receive state for a new stream: MSNs of QN 0 and
+ * QN 1 start at 1 (RFC 5041 §5.1), no current RQ WR, receive machine
+ * initialised from qp->params. Called with tx_lock held before the QP
+ * takes the llp's upcalls.
+ */
+void xiw_rx_reset(struct xiw_qp *qp)
+{
+	struct xiw_rxstate *r = &qp->rxs;
+
+	r->msn = r->rd_msn = 1;
+	r->mo = 0;
+	r->have_rqe = false;
+	r->term_got = r->rtr_got = false;
+	qp->rx_stop = false;
+	/* accept any FPDU the 16-bit MPA length allows from the peer */
+	xiw_rx_init(&qp->rx, &xiw_rx_ops_qp, qp, qp->params.crc,
+		    qp->params.markers_rx, 0xffff);
+}
+
+/* ------------------------------------------------------- llp upcalls --- */
+
+static void rx_after_rtr(struct xiw_qp *qp)
+{
+	struct xiw_cm_conn *conn;
+
+	qp->rxs.rtr_got = false;
+	pthread_mutex_lock(&qp->tx_lock);
+	qp->tx_hold = false;
+	conn = qp->conn;
+	xiw_tx_push(qp);
+	pthread_mutex_unlock(&qp->tx_lock);
+	if (conn)
+		xiw_cm_rtr_received(conn);
+}
+
+static void rx_terminated(struct xiw_qp *qp)
+{
+	uint32_t c = qp->rxs.term_ctrl;
+
+	xiw_log(XIW_LOG_WARN,
+		"qp %u: TERMINATE received: layer %u type %u code %#x",
+		qp->ibv.qp_num, c >> 28, (c >> 24) & 0xf, (c >> 16) & 0xff);
+	xiw_qp_stream_end(qp, -EPROTO);
+}
+
+/* ERROR after a local close: drop what still arrives until EOF. */
+static bool rx_discard(struct xiw_qp *qp, struct xiw_llp *l)
+{
+	struct iovec v = { qp->rxs.discard, sizeof(qp->rxs.discard) };
+	ssize_t n = xiw_llp_recv(l, &v, 1);
+
+	if (n > 0)
+		return true;
+	if (n != -EAGAIN)
+		xiw_qp_stream_end(qp, n == 0 ? 0 : (int)n);
+	return false;
+}
+
+static struct xiw_llp *rx_llp(struct xiw_qp *qp)
+{
+	struct xiw_llp *l;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	l = qp->attached ? qp->llp : NULL;
+	pthread_mutex_unlock(&qp->tx_lock);
+	return l;
+}
+
+/* One recvmsg into the receive machine. Return: true to go on. */
+static bool rx_step(struct xiw_qp *qp, struct xiw_llp *l)
+{
+	struct iovec iov[64];
+	ssize_t n;
+	int cnt, t;
+
+	cnt = xiw_rx_iov(&qp->rx, iov, 64);
+	if (cnt == -EAGAIN) {	/* SEND without a posted receive */
+		xiw_llp_pause_read(l, true);
+		return false;
+	}
+	if (cnt < 0)
+		return false;
+	n = xiw_llp_recv(l, iov, cnt);
+	if (n == -EAGAIN)
+		return false;
+	if (n <= 0) {
+		xiw_qp_stream_end(qp, (int)n);
+		return false;
+	}
+	t = xiw_rx_advance(&qp->rx, (size_t)n);
+	if (qp->rxs.rtr_got)
+		rx_after_rtr(qp);
+	if (qp->rxs.term_got) {
+		rx_terminated(qp);
+		return false;
+	}
+	if (t > 0) {
+		xiw_qp_fatal(qp, t);
+		return false;
+	}
+	return true;
+}
+
+/**
+ * xiw_rx_readable() - llp readable upcall (progress thread): receive until
+ * the socket is empty, the machine waits for a receive buffer, or the
+ * stream ends.
+ */
+void xiw_rx_readable(void *arg)
+{
+	struct xiw_qp *qp = arg;
+	struct xiw_llp *l = rx_llp(qp);
+
+	if (!l)
+		return;
+	while (!qp->rx_stop) {
+		if (atomic_load(&qp->state) == IBV_QPS_ERR) {
+			if (!rx_discard(qp, l))
+				break;
+		} else if (!rx_step(qp, l)) {
+			break;
+		}
+	}
+}
+
+/** xiw_rx_closed() - llp closed upcall: RST or error ends the stream. */
+void xiw_rx_closed(void *arg, int err)
+{
+	xiw_qp_stream_end(arg, err ? err : -ECONNRESET);
+}
+
+static void rx_kick_fn(void *arg)
+{
+	struct xiw_qp *qp = arg;
+	struct xiw_llp *l = rx_llp(qp);
+
+	if (l) {
+		xiw_llp_pause_read(l, false);
+		xiw_rx_readable(qp);
+	}
+	xiw_qp_unref(qp);
+}
+
+/**
+ * xiw_rx_kick() - resume reading on the progress thread (a receive was
+ * posted while the machine waited, or the stream was just attached).
+ */
+void xiw_rx_kick(struct xiw_qp *qp)
+{
+	xiw_qp_ref(qp);
+	if (xiw_progress_run(rx_kick_fn, qp))
+		xiw_qp_unref(qp);
+}

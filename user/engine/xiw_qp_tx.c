@@ -1,0 +1,578 @@
+// SPDX-License-Identifier: MIT
+/*
+ * QP transmit side: post_send, and framing of SQ WRs, READ responses (from
+ * the IRQ), the RTR and TERMINATE into FPDUs (RFC 5040 §4, RFC 5041 §5)
+ * handed to the llp in batches.
+ *
+ * Direct send: the posting thread takes qp->tx_lock, appends the WQE and,
+ * unless a short send is already waiting for send space, frames FPDUs
+ * (payload iovecs point straight into registered memory) and sends them
+ * with one non-blocking sendmsg per batch. A short send keeps the batch
+ * (and the cursor in the current message) and asks the llp for a writable
+ * upcall; the progress thread continues from there. Nothing here blocks.
+ *
+ * Messages are not interleaved: one message is framed at a time, chosen in
+ * the order TERMINATE, RTR, READ response, SQ WR. SQ WRs complete when the
+ * kernel accepted all their bytes (READs when the response has arrived),
+ * always in posting order.
+ */
+#include <errno.h>
+#include <string.h>
+#include "xiw_obj.h"
+
+#define XIW_RTR_STAG 1u	/* nonzero dummy STag for zero-length RTR FPDUs */
+
+/* ------------------------------------------------------- post_send --- */
+
+static int sqe_opcode_ok(const struct ibv_send_wr *wr)
+{
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_READ:
+		return 0;
+	default:	/* *_WITH_IMM need RFC 7306; atomics, MW, TSO: no */
+		return -EINVAL;
+	}
+}
+
+static int sqe_copy_inline(struct xiw_qp *qp, struct xiw_sqe *e,
+			   const struct ibv_send_wr *wr, uint32_t slot)
+{
+	uint8_t *dst = qp->inl + (size_t)slot * qp->max_inline;
+	uint32_t len = 0;
+
+	for (int i = 0; i < wr->num_sge; i++) {
+		if (wr->sg_list[i].length > qp->max_inline - len)
+			return -EINVAL;
+		memcpy(dst + len, (void *)(uintptr_t)wr->sg_list[i].addr,
+		       wr->sg_list[i].length);
+		len += wr->sg_list[i].length;
+	}
+	e->num_sge = 1;
+	e->sge[0] = (struct ibv_sge){ .addr = (uintptr_t)dst, .length = len };
+	e->len = len;
+	return 0;
+}
+
+static int sqe_copy_sges(struct xiw_qp *qp, struct xiw_sqe *e,
+			 const struct ibv_send_wr *wr)
+{
+	int need = wr->opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_LOCAL_WRITE : 0;
+	uint64_t len = 0;
+
+	for (int i = 0; i < wr->num_sge; i++) {
+		const struct ibv_sge *s = &wr->sg_list[i];
+
+		if (xiw_mr_check(s->lkey, qp->pd, need, s->addr, s->length,
+				 false, NULL))
+			return -EINVAL;
+		len += s->length;
+		e->sge[i] = *s;
+	}
+	if (len > INT32_MAX)
+		return -EINVAL;
+	e->num_sge = wr->num_sge;
+	e->len = (uint32_t)len;
+	return 0;
+}
+
+static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
+{
+	uint32_t slot = qp->sq_head & qp->sq_mask;
+	struct xiw_sqe *e = &qp->sq[slot];
+	bool inl = (wr->send_flags & IBV_SEND_INLINE) &&
+		   wr->opcode != IBV_WR_RDMA_READ;
+	int ret;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge ||
+	    sqe_opcode_ok(wr))
+		return -EINVAL;
+	if (qp->sq_head - qp->sq_tail >= qp->sq_max)
+		return -ENOMEM;
+	ret = inl ? sqe_copy_inline(qp, e, wr, slot) : sqe_copy_sges(qp, e, wr);
+	if (ret)
+		return ret;
+	e->wr_id = wr->wr_id;
+	e->opcode = wr->opcode;
+	e->flags = wr->send_flags;
+	e->raddr = wr->wr.rdma.remote_addr;
+	e->rkey = wr->wr.rdma.rkey;
+	e->inv_stag = wr->opcode == IBV_WR_SEND_WITH_INV ? wr->invalidate_rkey : 0;
+	e->state = XIW_SQE_QUEUED;
+	qp->sq_head++;
+	return 0;
+}
+
+/**
+ * xiw_post_send() - post a chain of send WRs; frames and sends directly in
+ * the caller's thread when the stream has send space. Never blocks.
+ * Supported: SEND (SOLICITED -> SEND_SE), SEND_WITH_INV, RDMA_WRITE,
+ * RDMA_READ; INLINE copies the data now (<= max_inline_data).
+ * Return: 0, or -errno with *bad the first WR not posted: -ENOMEM SQ full,
+ * -EINVAL bad opcode (WITH_IMM, atomics), num_sge, lkey, inline length, or
+ * QP not in RTS.
+ */
+int xiw_post_send(struct xiw_qp *qp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	for (; wr; wr = wr->next) {
+		ret = atomic_load(&qp->state) == IBV_QPS_RTS ? sqe_fill(qp, wr)
+							     : -EINVAL;
+		if (ret)
+			break;
+	}
+	if (!qp->tx_wait_write)
+		xiw_tx_push(qp);
+	pthread_mutex_unlock(&qp->tx_lock);
+	if (ret && bad)
+		*bad = wr;
+	return ret;
+}
+
+/* ------------------------------------------------ message selection --- */
+
+static void msg_start(struct xiw_qp *qp, int kind, struct xiw_fpdu_hdr *h,
+		      const struct ibv_sge *sge, int nsge, uint32_t total)
+{
+	struct xiw_txmsg *m = &qp->msg;
+	uint8_t tmp[XIW_MAX_HDR_LEN];
+	struct xiw_fpdu_hdr probe = *h;
+
+	probe.payload_len = 0;
+	m->kind = kind;
+	m->hdr = *h;
+	m->hdr_len = xiw_hdr_encode(&probe, tmp);
+	m->sge = sge;
+	m->nsge = nsge;
+	m->si = 0;
+	m->soff = 0;
+	m->total = total;
+	m->off = 0;
+}
+
+static void msg_untagged(struct xiw_fpdu_hdr *h, uint8_t op, uint32_t qn,
+			 uint32_t msn)
+{
+	memset(h, 0, sizeof(*h));
+	h->opcode = op;
+	h->qn = qn;
+	h->msn = msn;
+}
+
+static void msg_tagged(struct xiw_fpdu_hdr *h, uint8_t op, uint32_t stag,
+		       uint64_t to)
+{
+	memset(h, 0, sizeof(*h));
+	h->opcode = op;
+	h->tagged = true;
+	h->stag = stag;
+	h->to = to;
+}
+
+static struct xiw_orqe *orq_push(struct xiw_qp *qp)
+{
+	struct xiw_orqe *o = &qp->orq[qp->orq_head & (XIW_ORQ_SIZE - 1)];
+
+	qp->orq_head++;
+	memset(o, 0, offsetof(struct xiw_orqe, sge));
+	return o;
+}
+
+static void msg_term(struct xiw_qp *qp)
+{
+	struct xiw_fpdu_hdr h;
+	int t = qp->term;
+
+	msg_untagged(&h, XIW_OP_TERMINATE, XIW_QN_TERM, qp->tx_term_msn++);
+	/* RFC 5040 §4.8: Layer(4) EType(4) ECode(8) M D A, reserved */
+	h.term_ctrl = (uint32_t)XIW_TERM_LAYER(t) << 28 |
+		      (uint32_t)XIW_TERM_ETYPE(t) << 24 |
+		      (uint32_t)XIW_TERM_ECODE(t) << 16;
+	qp->term = 0;
+	msg_start(qp, XIW_TXK_TERM, &h, NULL, 0, 0);
+}
+
+/* RFC 6581 §4: zero-length READ (nonzero STags), WRITE or SEND. */
+static void msg_rtr(struct xiw_qp *qp)
+{
+	struct xiw_fpdu_hdr h;
+	struct xiw_orqe *o;
+
+	if (qp->rtr == XIW_RTR_WRITE) {
+		msg_tagged(&h, XIW_OP_WRITE, XIW_RTR_STAG, 0);
+	} else if (qp->rtr == XIW_RTR_READ) {
+		msg_untagged(&h, XIW_OP_READ_REQ, XIW_QN_READ_REQ,
+			     qp->tx_rd_msn++);
+		h.rd_sink_stag = XIW_RTR_STAG;
+		h.rd_src_stag = XIW_RTR_STAG;
+		o = orq_push(qp);
+		o->rtr = true;
+		o->sink_stag = XIW_RTR_STAG;
+	} else {
+		msg_untagged(&h, XIW_OP_SEND, XIW_QN_SEND, qp->tx_msn++);
+	}
+	qp->rtr = XIW_RTR_NONE;
+	msg_start(qp, XIW_TXK_RTR, &h, NULL, 0, 0);
+}
+
+/* READ response for the IRQ head (RFC 5040 §4.5); false if it failed. */
+static bool msg_rresp(struct xiw_qp *qp)
+{
+	struct xiw_irqe e = qp->irq[qp->irq_tail++ & (XIW_IRQ_SIZE - 1)];
+	struct xiw_fpdu_hdr h;
+	void *src = NULL;
+	int ret;
+
+	if (e.len) {
+		ret = xiw_mr_check(e.src_stag, qp->pd, IBV_ACCESS_REMOTE_READ,
+				   e.src_to, e.len, true, &src);
+		if (ret) {	/* deregistered since the request was checked */
+			xiw_log(XIW_LOG_WARN, "qp %u: READ source gone (%d)",
+				qp->ibv.qp_num, ret);
+			xiw_qp_to_error(qp);
+			qp->term = XIW_T_RDMAP_INV_STAG;
+			qp->shutdown_pending = true;
+			xiw_qp_end_async(qp, -EPROTO);
+			return false;
+		}
+	}
+	msg_tagged(&h, XIW_OP_READ_RESP, e.sink_stag, e.sink_to);
+	qp->msg.one = (struct ibv_sge){ .addr = (uintptr_t)src, .length = e.len };
+	qp->irq_active = true;
+	msg_start(qp, XIW_TXK_IRQ, &h, &qp->msg.one, 1, e.len);
+	return true;
+}
+
+static uint8_t send_opcode(const struct xiw_sqe *e)
+{
+	bool se = e->flags & IBV_SEND_SOLICITED;
+
+	if (e->opcode == IBV_WR_SEND_WITH_INV)
+		return se ? XIW_OP_SEND_SE_INV : XIW_OP_SEND_INV;
+	return se ? XIW_OP_SEND_SE : XIW_OP_SEND;
+}
+
+static void msg_read_req(struct xiw_qp *qp, struct xiw_sqe *e,
+			 struct xiw_fpdu_hdr *h)
+{
+	struct xiw_orqe *o = orq_push(qp);
+
+	msg_untagged(h, XIW_OP_READ_REQ, XIW_QN_READ_REQ, qp->tx_rd_msn++);
+	h->rd_sink_stag = e->num_sge ? e->sge[0].lkey : XIW_RTR_STAG;
+	h->rd_sink_to = e->num_sge ? e->sge[0].addr : 0;
+	h->rd_size = e->len;
+	h->rd_src_stag = e->rkey;
+	h->rd_src_to = e->raddr;
+	o->sq_idx = qp->sq_tx;
+	o->sink_stag = h->rd_sink_stag;
+	o->sink_to = h->rd_sink_to;
+	o->len = e->len;
+	o->num_sge = e->num_sge;
+	memcpy(o->sge, e->sge, sizeof(o->sge));
+}
+
+/* Start the next SQ WR if ORD and fencing allow; false otherwise. */
+static bool msg_sq(struct xiw_qp *qp)
+{
+	struct xiw_sqe *e = &qp->sq[qp->sq_tx & qp->sq_mask];
+	uint32_t reads = qp->orq_head - qp->orq_tail;
+	struct xiw_fpdu_hdr h;
+
+	if ((e->opcode == IBV_WR_RDMA_READ && reads >= qp->ord) ||
+	    ((e->flags & IBV_SEND_FENCE) && reads))
+		return false;
+	switch (e->opcode) {
+	case IBV_WR_RDMA_WRITE:
+		msg_tagged(&h, XIW_OP_WRITE, e->rkey, e->raddr);
+		break;
+	case IBV_WR_RDMA_READ:
+		msg_read_req(qp, e, &h);
+		break;
+	default:
+		msg_untagged(&h, send_opcode(e), XIW_QN_SEND, qp->tx_msn++);
+		h.inval_stag = e->inv_stag;
+		break;
+	}
+	e->state = XIW_SQE_ACTIVE;
+	msg_start(qp, XIW_TXK_SQ, &h, e->sge, (int)e->num_sge,
+		  e->opcode == IBV_WR_RDMA_READ ? 0 : e->len);
+	qp->msg.sq_idx = qp->sq_tx++;
+	return true;
+}
+
+/* Pick the next message to frame (tx_lock held). Return: true if one. */
+static bool msg_next(struct xiw_qp *qp)
+{
+	if (qp->term) {
+		msg_term(qp);
+		return true;
+	}
+	if (atomic_load(&qp->state) != IBV_QPS_RTS)
+		return false;
+	if (qp->rtr != XIW_RTR_NONE) {
+		msg_rtr(qp);
+		return true;
+	}
+	if (qp->tx_hold)
+		return false;
+	if (qp->irq_tail != qp->irq_head)
+		return msg_rresp(qp) || msg_next(qp);
+	if (qp->sq_tx != qp->sq_head)
+		return msg_sq(qp);
+	return false;
+}
+
+/* ------------------------------------------------------------ framing --- */
+
+/* Payload pieces for @len bytes from the message cursor (not advanced). */
+static int msg_gather(const struct xiw_txmsg *m, uint32_t len,
+		      struct iovec *pl)
+{
+	int si = m->si, n = 0;
+	uint32_t soff = m->soff;
+
+	while (len) {
+		const struct ibv_sge *s = &m->sge[si];
+		uint32_t take = s->length - soff;
+
+		if (take > len)
+			take = len;
+		if (take) {
+			pl[n].iov_base = (uint8_t *)(uintptr_t)s->addr + soff;
+			pl[n++].iov_len = take;
+		}
+		len -= take;
+		soff += take;
+		if (soff == s->length) {
+			si++;
+			soff = 0;
+		}
+	}
+	return n;
+}
+
+static void msg_advance(struct xiw_txmsg *m, uint32_t len)
+{
+	m->off += len;
+	while (len) {
+		uint32_t take = m->sge[m->si].length - m->soff;
+
+		if (take > len)
+			take = len;
+		len -= take;
+		m->soff += take;
+		if (m->soff == m->sge[m->si].length) {
+			m->si++;
+			m->soff = 0;
+		}
+	}
+}
+
+static void msg_finish(struct xiw_qp *qp)
+{
+	struct xiw_txbatch *b = qp->b;
+	struct xiw_txmsg *m = &qp->msg;
+
+	b->mark[b->nmark++] = (struct xiw_txmark){
+		.end = b->total, .kind = m->kind, .idx = m->sq_idx };
+	if (m->kind == XIW_TXK_IRQ)
+		qp->irq_active = false;
+	m->kind = XIW_TXK_NONE;
+}
+
+/* Frame one FPDU of the current message into the batch. */
+static int frame_one(struct xiw_qp *qp)
+{
+	struct xiw_txmsg *m = &qp->msg;
+	struct xiw_txbatch *b = qp->b;
+	struct xiw_fpdu_hdr h = m->hdr;
+	struct iovec pl[XIW_MAX_SGE + 1];
+	uint32_t len = m->total - m->off;
+	uint32_t max = xiw_txf_payload_max(&qp->txf, m->hdr_len);
+	int npl, n;
+
+	if (len > max)
+		len = max;
+	npl = msg_gather(m, len, pl);
+	h.payload_len = len;
+	h.last = m->off + len == m->total;
+	if (h.tagged)
+		h.to = m->hdr.to + m->off;
+	else
+		h.mo = m->off;
+	n = xiw_txf_build(&qp->txf, &h, pl, npl, &b->scr[b->nfpdu],
+			  b->iov + b->niov, XIW_TXB_IOV - b->niov);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		b->total += b->iov[b->niov + i].iov_len;
+	b->niov += n;
+	b->nfpdu++;
+	msg_advance(m, len);
+	if (h.last)
+		msg_finish(qp);
+	return 0;
+}
+
+/* Fill an empty batch with FPDUs (tx_lock held). */
+static void batch_fill(struct xiw_qp *qp)
+{
+	struct xiw_txbatch *b = qp->b;
+
+	while (b->nfpdu < XIW_TXB_FPDUS && b->total < XIW_TXB_BYTES) {
+		if (qp->msg.kind == XIW_TXK_NONE && !msg_next(qp))
+			break;
+		if (frame_one(qp))
+			break;
+	}
+}
+
+static void batch_advance(struct xiw_txbatch *b, size_t n)
+{
+	b->sent += n;
+	while (n && b->iov_idx < b->niov) {
+		struct iovec *v = &b->iov[b->iov_idx];
+
+		if (n >= v->iov_len) {
+			n -= v->iov_len;
+			b->iov_idx++;
+		} else {
+			v->iov_base = (uint8_t *)v->iov_base + n;
+			v->iov_len -= n;
+			n = 0;
+		}
+	}
+	while (b->iov_idx < b->niov && !b->iov[b->iov_idx].iov_len)
+		b->iov_idx++;
+}
+
+/* Messages whose last byte the kernel accepted are done (tx_lock held). */
+static void batch_marks(struct xiw_qp *qp)
+{
+	struct xiw_txbatch *b = qp->b;
+	bool any = false;
+
+	for (; b->mark_idx < b->nmark && b->mark[b->mark_idx].end <= b->sent;
+	     b->mark_idx++) {
+		struct xiw_txmark *k = &b->mark[b->mark_idx];
+		struct xiw_sqe *e;
+
+		if (k->kind != XIW_TXK_SQ)
+			continue;
+		e = &qp->sq[k->idx & qp->sq_mask];
+		if (e->opcode != IBV_WR_RDMA_READ)
+			e->state = XIW_SQE_DONE;
+		any = true;
+	}
+	if (any && atomic_load(&qp->state) == IBV_QPS_RTS)
+		xiw_qp_sq_retire(qp);
+}
+
+/**
+ * xiw_tx_reset() - forget the message cursor and any framed batch
+ * (tx_lock held; the stream is gone or not yet there).
+ */
+static void batch_reset(struct xiw_txbatch *b)
+{
+	b->niov = b->iov_idx = b->nfpdu = b->nmark = b->mark_idx = 0;
+	b->total = b->sent = 0;
+}
+
+void xiw_tx_reset(struct xiw_qp *qp)
+{
+	qp->msg.kind = XIW_TXK_NONE;
+	batch_reset(qp->b);
+	qp->tx_wait_write = false;
+}
+
+static bool batch_empty(const struct xiw_txbatch *b)
+{
+	return b->sent == b->total;
+}
+
+/**
+ * xiw_tx_push() - frame and send until there is nothing to send or the
+ * stream lacks space (tx_lock held). A short send leaves the rest of the
+ * batch and asks for one writable upcall. With shutdown_pending, sends FIN
+ * once everything framed is out.
+ */
+void xiw_tx_push(struct xiw_qp *qp)
+{
+	struct xiw_txbatch *b = qp->b;
+	ssize_t n;
+
+	if (!qp->llp || qp->tx_dead || qp->tx_wait_write)
+		return;
+	for (;;) {
+		if (batch_empty(b)) {
+			batch_reset(b);
+			batch_fill(qp);
+			if (batch_empty(b))
+				break;
+		}
+		n = xiw_llp_send(qp->llp, b->iov + b->iov_idx,
+				 b->niov - b->iov_idx, false);
+		if (n == -EAGAIN)
+			n = 0;
+		if (n < 0) {	/* the stream failed: rx/closed ends it */
+			xiw_log(XIW_LOG_INFO, "qp %u: send: %zd",
+				qp->ibv.qp_num, n);
+			qp->tx_dead = true;
+			return;
+		}
+		batch_advance(b, (size_t)n);
+		batch_marks(qp);
+		if (!batch_empty(b)) {
+			qp->tx_wait_write = true;
+			xiw_llp_want_write(qp->llp, true);
+			return;
+		}
+	}
+	if (qp->shutdown_pending) {
+		qp->shutdown_pending = false;
+		xiw_llp_shutdown(qp->llp);
+	}
+}
+
+/**
+ * xiw_tx_writable() - llp writable upcall (progress thread): continue the
+ * batch and the queues after a short send.
+ */
+void xiw_tx_writable(void *arg)
+{
+	struct xiw_qp *qp = arg;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	qp->tx_wait_write = false;
+	xiw_tx_push(qp);
+	pthread_mutex_unlock(&qp->tx_lock);
+}
+
+/**
+ * xiw_qp_send_rtr() - active peer-to-peer side: send the RTR FPDU
+ * (RFC 6581 §4) per the attach params: a zero-length READ request with
+ * nonzero dummy STags (its zero-length response is absorbed, no WC), a
+ * zero-length WRITE, or an empty SEND. It goes before any SQ WR.
+ * Return: 0, -ENOTCONN not attached, -EINVAL no RTR negotiated.
+ */
+int xiw_qp_send_rtr(struct xiw_qp *qp)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	if (!qp->attached)
+		ret = -ENOTCONN;
+	else if (qp->params.rtr == XIW_RTR_NONE)
+		ret = -EINVAL;
+	if (!ret) {
+		qp->rtr = qp->params.rtr;
+		xiw_tx_push(qp);
+	}
+	pthread_mutex_unlock(&qp->tx_lock);
+	return ret;
+}
