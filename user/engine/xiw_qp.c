@@ -271,7 +271,8 @@ static int qp_modify_attrs(struct xiw_qp *qp, const struct ibv_qp_attr *a,
 }
 
 static int qp_detach_locked(struct xiw_qp *qp, bool abort,
-			    struct xiw_llp **abort_llp);
+			    struct xiw_llp **abort_llp,
+			    struct xiw_cm_conn **abort_conn);
 
 /**
  * xiw_qp_modify() - verbs QP state machine.
@@ -302,7 +303,7 @@ int xiw_qp_modify(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask)
 	}
 	if (nxt == IBV_QPS_ERR) {
 		if (qp->attached)
-			qp_detach_locked(qp, false, NULL);
+			qp_detach_locked(qp, false, NULL, NULL);
 		else
 			xiw_qp_to_error(qp);
 	} else if (nxt == IBV_QPS_RESET) {
@@ -420,11 +421,13 @@ int xiw_qp_attach(struct xiw_qp *qp, struct xiw_cm_conn *conn,
 
 /*
  * tx_lock held. Graceful: ERROR + flush, drain the framed batch, then FIN
- * (the QP keeps the stream until EOF and reports it). Abortive: ERROR +
- * flush, the QP forgets stream and conn; the caller resets @abort_llp.
+ * (the QP keeps the stream until EOF and reports it then). Abortive:
+ * ERROR + flush, the QP lets go of the stream at once; the caller resets
+ * *abort_llp and reports *abort_conn (if set) to the CM.
  */
 static int qp_detach_locked(struct xiw_qp *qp, bool abort,
-			    struct xiw_llp **abort_llp)
+			    struct xiw_llp **abort_llp,
+			    struct xiw_cm_conn **abort_conn)
 {
 	if (!qp->attached)
 		return -ENOTCONN;
@@ -435,9 +438,11 @@ static int qp_detach_locked(struct xiw_qp *qp, bool abort,
 		return 0;
 	}
 	*abort_llp = qp->llp;
+	*abort_conn = qp->closed_reported ? NULL : qp->conn;
 	qp->llp = NULL;
 	qp->conn = NULL;
 	qp->attached = false;
+	qp->closed_reported = true;
 	qp->rx_stop = true;
 	xiw_tx_reset(qp);
 	return 0;
@@ -445,22 +450,26 @@ static int qp_detach_locked(struct xiw_qp *qp, bool abort,
 
 /**
  * xiw_qp_detach() - end the stream: graceful (@abort false: queued FPDUs
- * go out, then FIN; the QP still reads until EOF and then calls
- * xiw_cm_stream_closed()) or abortive (@abort true: RST; the QP drops the
- * llp and the conn at once and will not call xiw_cm_stream_closed()).
- * Either way the QP goes to ERROR and flushes. Safe to call more than once.
+ * go out, then FIN; the QP reads on until EOF, then calls
+ * xiw_cm_stream_closed(conn, 0)) or abortive (@abort true: RST now, and
+ * xiw_cm_stream_closed(conn, -ECONNABORTED) before returning; the QP no
+ * longer uses the llp or conn). Either way the QP goes to ERROR and
+ * flushes. Safe to call more than once (later calls do nothing).
  */
 void xiw_qp_detach(struct xiw_qp *qp, bool abort)
 {
+	struct xiw_cm_conn *conn = NULL;
 	struct xiw_llp *l = NULL;
 
 	pthread_mutex_lock(&qp->tx_lock);
-	qp_detach_locked(qp, abort, &l);
+	qp_detach_locked(qp, abort, &l, &conn);
 	pthread_mutex_unlock(&qp->tx_lock);
 	if (l) {
 		xiw_llp_set_owner(l, &noop_cb, NULL);
 		xiw_llp_abort(l);
 	}
+	if (conn)
+		xiw_cm_stream_closed(conn, -ECONNABORTED);
 }
 
 /**
@@ -585,22 +594,8 @@ struct qp_teardown {
 static void qp_teardown_fn(void *arg)
 {
 	struct qp_teardown *t = arg;
-	struct xiw_qp *qp = t->qp;
-	struct xiw_cm_conn *conn = NULL;
-	struct xiw_llp *l = NULL;
 
-	pthread_mutex_lock(&qp->tx_lock);
-	if (qp->attached && !qp->closed_reported)
-		conn = qp->conn;
-	qp->closed_reported = true;
-	qp_detach_locked(qp, true, &l);
-	pthread_mutex_unlock(&qp->tx_lock);
-	if (l) {
-		xiw_llp_set_owner(l, &noop_cb, NULL);
-		xiw_llp_abort(l);
-	}
-	if (conn)
-		xiw_cm_stream_closed(conn, -ECONNABORTED);
+	xiw_qp_detach(t->qp, true);
 	pthread_mutex_lock(&t->lock);
 	t->done = true;
 	pthread_cond_signal(&t->cond);
