@@ -227,6 +227,7 @@ int xiw_txf_build(struct xiw_txf *tx, struct xiw_fpdu_hdr *h,
 /* ------------------------------------------------ FPDU receive side --- */
 
 #define XIW_RX_MAX_DST 16
+#define XIW_RX_MARKER_SLOTS 8	/* markers one xiw_rx_iov() list may hold */
 
 /**
  * struct xiw_rx_ops - engine callbacks of the receive machine.
@@ -265,10 +266,12 @@ struct xiw_rx {
 	uint32_t need;		/* bytes still wanted in the current state */
 	uint32_t have;		/* bytes gathered in the current state */
 	uint32_t fpdu_start;	/* stream_off of the current FPDU (markers) */
+	uint32_t len_pos;	/* internal: stream_off of its length field */
 	struct xiw_fpdu_hdr hdr;
 	uint8_t hbuf[XIW_MAX_HDR_LEN];
 	uint8_t tbuf[8];	/* pad + CRC */
-	uint8_t mbuf[4];	/* a marker being skipped */
+	uint8_t mbuf[XIW_RX_MARKER_SLOTS][4];	/* internal: markers being
+						 * received, by (pos/512) % 8 */
 	struct iovec dst[XIW_RX_MAX_DST];
 	int ndst, dst_idx;
 	size_t dst_off;
