@@ -1,0 +1,482 @@
+// SPDX-License-Identifier: MIT
+/*
+ * CM on loopback 127.0.0.1: MPA negotiation rules, CONNECT_REQUEST with
+ * private data, reject, unreachable, garbage from a raw TCP client,
+ * re-listen, listener destroy with a pending request, and a whole
+ * connect/accept/RTR/ESTABLISHED/DISCONNECTED run against a fake QP
+ * (xiw_qp_attach/send_rtr/detach are defined here; the real QP data path
+ * is exercised by the data path's loop test).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <cmocka.h>
+#include "xiwarp/xiwarp.h"
+#include "xiw_conn.h"
+#include "xiw_cm_mpa.h"
+#include "llp.h"
+
+/* --------------------------------------------------------- fake QP --- */
+
+struct fake_qp {
+	struct xiw_cm_conn *conn;
+	struct xiw_llp *llp;
+	struct xiw_conn_params p;
+	int attached, rtr_sent, rtr_seen, detached, closed;
+};
+
+static void fq_readable(void *arg)
+{
+	struct fake_qp *q = arg;
+	char buf[256];
+
+	for (;;) {
+		struct iovec iov = { buf, sizeof(buf) };
+		ssize_t r = xiw_llp_recv(q->llp, &iov, 1);
+
+		if (r == -EAGAIN)
+			return;
+		if (r <= 0) {
+			if (!q->closed++)
+				xiw_cm_stream_closed(q->conn, (int)r);
+			return;
+		}
+		if (!q->p.initiator && q->p.rtr != XIW_RTR_NONE && !q->rtr_seen++)
+			xiw_cm_rtr_received(q->conn);
+	}
+}
+
+static void fq_closed(void *arg, int err)
+{
+	struct fake_qp *q = arg;
+
+	if (!q->closed++)
+		xiw_cm_stream_closed(q->conn, err);
+}
+
+static const struct xiw_llp_cb fq_cb = { .readable = fq_readable, .closed = fq_closed };
+
+int xiw_qp_attach(struct xiw_qp *qp, struct xiw_cm_conn *conn,
+		  struct xiw_llp *llp, const struct xiw_conn_params *p)
+{
+	struct fake_qp *q = (struct fake_qp *)qp;
+
+	q->conn = conn;
+	q->llp = llp;
+	q->p = *p;
+	q->attached++;
+	xiw_llp_set_owner(llp, &fq_cb, q);
+	return 0;
+}
+
+int xiw_qp_send_rtr(struct xiw_qp *qp)
+{
+	struct fake_qp *q = (struct fake_qp *)qp;
+	struct iovec iov = { "R", 1 };
+
+	q->rtr_sent++;
+	return xiw_llp_send(q->llp, &iov, 1, false) == 1 ? 0 : -EIO;
+}
+
+void xiw_qp_detach(struct xiw_qp *qp, bool abort)
+{
+	struct fake_qp *q = (struct fake_qp *)qp;
+
+	q->detached++;
+	if (!abort) {
+		xiw_llp_shutdown(q->llp);
+		return;
+	}
+	xiw_llp_abort(q->llp);
+	if (!q->closed++)
+		xiw_cm_stream_closed(q->conn, -ECONNABORTED);
+}
+
+/* ------------------------------------------------- event recording --- */
+
+#define MAX_EV 16
+
+struct rec_ev {
+	enum xiw_cm_event_type type;
+	int status;
+	struct xiw_cm_conn *conn;
+	uint8_t pd[XIW_MAX_PRIV_DATA];
+	uint8_t plen, ird, ord;
+};
+
+struct rec {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int n;
+	struct rec_ev ev[MAX_EV];
+	int bad_thread;
+};
+
+static struct rec cli, srv;
+
+static void rec_init(struct rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->cond, NULL);
+}
+
+static void on_event(void *arg, const struct xiw_cm_event *ev)
+{
+	struct rec *r = arg;
+	struct rec_ev *e;
+
+	pthread_mutex_lock(&r->lock);
+	if (!xiw_progress_is_self())
+		r->bad_thread++;
+	if (r->n < MAX_EV) {
+		e = &r->ev[r->n++];
+		e->type = ev->type;
+		e->status = ev->status;
+		e->conn = ev->conn;
+		e->plen = ev->private_data_len;
+		e->ird = ev->ird;
+		e->ord = ev->ord;
+		if (ev->private_data_len)
+			memcpy(e->pd, ev->private_data, ev->private_data_len);
+	}
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Wait (<= 5 s) until @r has more than @idx events; return event @idx. */
+static struct rec_ev *rec_wait(struct rec *r, int idx)
+{
+	struct timespec ts;
+	struct rec_ev *e = NULL;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 5;
+	pthread_mutex_lock(&r->lock);
+	while (r->n <= idx)
+		if (pthread_cond_timedwait(&r->cond, &r->lock, &ts))
+			break;
+	if (r->n > idx)
+		e = &r->ev[idx];
+	pthread_mutex_unlock(&r->lock);
+	assert_non_null(e);
+	return e;
+}
+
+static int rec_count(struct rec *r)
+{
+	int n;
+
+	pthread_mutex_lock(&r->lock);
+	n = r->n;
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+static void settle(void)
+{
+	usleep(200 * 1000);
+}
+
+/* --------------------------------------------------------- helpers --- */
+
+static struct xiw_cm_listener *listen_lo(struct sockaddr_storage *bound)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct xiw_cm_listener *l = NULL;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(xiw_cm_listen((struct sockaddr *)&a, 16, on_event, &srv,
+				       &l, bound), 0);
+	assert_int_not_equal(((struct sockaddr_in *)bound)->sin_port, 0);
+	return l;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	rec_init(&cli);
+	rec_init(&srv);
+	return 0;
+}
+
+/* ------------------------------------------------- negotiation rules --- */
+
+static void test_negotiate_v2(void **state)
+{
+	struct xiw_mpa_params req, rep;
+	struct xiw_conn_params ini, resp;
+
+	(void)state;
+	xiw_cm_mpa_request(&req, 4, 8, NULL, 0);
+	assert_int_equal(req.version, 2);
+	assert_true(req.p2p && req.rtr_read && req.rtr_write && req.big_fpdu);
+	xiw_cm_mpa_reply(&req, 16, 2, NULL, 0, false, &rep);
+	assert_int_equal(rep.version, 2);
+	assert_true(rep.p2p && rep.rtr_read && !rep.rtr_write);
+	assert_int_equal(rep.ord, 2);		/* min(2, initiator IRD 4) */
+	assert_int_equal(xiw_cm_conn_params(&req, &rep, true, 1448, &ini), 0);
+	assert_int_equal(xiw_cm_conn_params(&req, &rep, false, 1448, &resp), 0);
+	assert_int_equal(ini.rtr, XIW_RTR_READ);
+	assert_int_equal(resp.rtr, XIW_RTR_READ);
+	assert_true(ini.initiator && !resp.initiator);
+	assert_int_equal(ini.ord, 8);		/* min(8, responder IRD 16) */
+	assert_int_equal(ini.ird, 4);
+	assert_int_equal(resp.ird, 16);
+	assert_int_equal(resp.ord, 2);
+	assert_false(ini.crc || ini.markers_tx || ini.markers_rx);
+	assert_int_equal(ini.max_ulpdu, 65534);	/* both set the big-FPDU bit */
+}
+
+static void test_negotiate_v1_and_bits(void **state)
+{
+	struct xiw_mpa_params req, rep;
+	struct xiw_conn_params p;
+
+	(void)state;
+	memset(&req, 0, sizeof(req));
+	req.version = 1;
+	req.crc = true;
+	req.markers = true;			/* initiator wants to receive markers */
+	xiw_cm_mpa_reply(&req, 4, 4, NULL, 0, false, &rep);
+	assert_int_equal(rep.version, 1);	/* falls back to the peer's v1 */
+	assert_true(rep.crc);			/* either side's C bit */
+	assert_false(rep.p2p || rep.big_fpdu);
+	assert_int_equal(xiw_cm_conn_params(&req, &rep, false, 1448, &p), 0);
+	assert_true(p.crc && p.markers_tx && !p.markers_rx);
+	assert_int_equal(p.rtr, XIW_RTR_NONE);
+	assert_int_equal(p.ird, 1);
+	assert_int_equal(p.ord, 1);
+	/* one FPDU per 1448-byte segment: <= 3 markers, CRC, 2-byte length */
+	assert_int_equal(p.max_ulpdu, 1448 - 12 - 4 - 2);
+	assert_int_equal((p.max_ulpdu + 2) % 4, 0);
+	assert_int_equal(xiw_cm_max_ulpdu(1448, false, false, false), 1446);
+
+	/* a reply choosing an RTR type that was not offered is an error */
+	xiw_cm_mpa_request(&req, 1, 1, NULL, 0);
+	req.rtr_read = false;
+	xiw_cm_mpa_reply(&req, 1, 1, NULL, 0, false, &rep);
+	assert_true(rep.rtr_write && !rep.rtr_read);
+	rep.rtr_write = false;
+	rep.rtr_read = true;
+	assert_int_equal(xiw_cm_conn_params(&req, &rep, true, 1448, &p), -EPROTO);
+}
+
+/* ------------------------------------------------ request / reject --- */
+
+static void test_request_reject(void **state)
+{
+	static const char pd[] = "hello private data";
+	static const char nope[] = "go away";
+	struct sockaddr_storage bound;
+	struct xiw_cm_listener *l = listen_lo(&bound);
+	struct fake_qp q = { 0 };
+	struct rec_ev *e;
+
+	(void)state;
+	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&q, NULL,
+					(struct sockaddr *)&bound, pd, sizeof(pd),
+					4, 8, on_event, &cli), 0);
+	e = rec_wait(&srv, 0);
+	assert_int_equal(e->type, XIW_CM_CONNECT_REQUEST);
+	assert_int_equal(e->plen, sizeof(pd));
+	assert_memory_equal(e->pd, pd, sizeof(pd));
+	assert_int_equal(e->ird, 4);
+	assert_int_equal(e->ord, 8);
+	assert_int_equal(xiw_cm_reject(e->conn, nope, sizeof(nope)), 0);
+	e = rec_wait(&cli, 0);
+	assert_int_equal(e->type, XIW_CM_REJECTED);
+	assert_int_equal(e->plen, sizeof(nope));
+	assert_memory_equal(e->pd, nope, sizeof(nope));
+	assert_int_equal(q.attached, 0);
+	settle();
+	assert_int_equal(rec_count(&cli), 1);
+	assert_int_equal(cli.bad_thread + srv.bad_thread, 0);
+	xiw_cm_listener_destroy(l);
+}
+
+static void test_unreachable(void **state)
+{
+	struct sockaddr_storage bound;
+	struct xiw_cm_listener *l = listen_lo(&bound);
+	struct fake_qp q = { 0 };
+	struct rec_ev *e;
+
+	(void)state;
+	xiw_cm_listener_destroy(l);		/* the port is closed now */
+	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&q, NULL,
+					(struct sockaddr *)&bound, NULL, 0,
+					1, 1, on_event, &cli), 0);
+	e = rec_wait(&cli, 0);
+	assert_int_equal(e->type, XIW_CM_UNREACHABLE);
+	assert_int_equal(e->status, -ECONNREFUSED);
+	settle();
+	assert_int_equal(rec_count(&cli), 1);
+}
+
+/* A raw TCP client: connect to @bound, send @buf, return the fd. */
+static int raw_client(const struct sockaddr_storage *bound, const void *buf,
+		      size_t len)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (const struct sockaddr *)bound,
+				 sizeof(struct sockaddr_in)), 0);
+	if (len)
+		assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	return fd;
+}
+
+/* The server must close on us: read returns 0 or an error within 5 s. */
+static void expect_dropped(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char b[64];
+
+	assert_int_equal(poll(&p, 1, 5000), 1);
+	assert_true(read(fd, b, sizeof(b)) <= 0);
+	close(fd);
+}
+
+static void test_garbage(void **state)
+{
+	static const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\nmore junk..";
+	uint8_t bad_rev[20] = "MPA ID Req Frame";
+	struct sockaddr_storage bound;
+	struct xiw_cm_listener *l = listen_lo(&bound);
+	int fd;
+
+	(void)state;
+	expect_dropped(raw_client(&bound, junk, sizeof(junk)));
+	bad_rev[17] = 7;			/* revision 7 */
+	expect_dropped(raw_client(&bound, bad_rev, sizeof(bad_rev)));
+	bad_rev[17] = 2;
+	bad_rev[18] = 0x7f;			/* pd_len 32512 > 512 */
+	expect_dropped(raw_client(&bound, bad_rev, sizeof(bad_rev)));
+	fd = raw_client(&bound, "MPA ID", 6);	/* half a key, then gone */
+	close(fd);
+	settle();
+	assert_int_equal(rec_count(&srv), 0);
+	xiw_cm_listener_destroy(l);
+}
+
+static void test_relisten(void **state)
+{
+	struct sockaddr_storage bound, again;
+	struct xiw_cm_listener *l = listen_lo(&bound);
+	int fd;
+
+	(void)state;
+	fd = raw_client(&bound, "MPA", 3);	/* an accepted, half-read conn */
+	settle();
+	xiw_cm_listener_destroy(l);
+	close(fd);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(xiw_cm_listen((struct sockaddr *)&bound, 16, on_event,
+					       &srv, &l, &again), 0);
+		assert_memory_equal(&again, &bound, sizeof(struct sockaddr_in));
+		xiw_cm_listener_destroy(l);
+	}
+}
+
+static void test_destroy_with_pending(void **state)
+{
+	struct sockaddr_storage bound;
+	struct xiw_cm_listener *l = listen_lo(&bound);
+	struct fake_qp q = { 0 };
+	struct rec_ev *e;
+
+	(void)state;
+	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&q, NULL,
+					(struct sockaddr *)&bound, NULL, 0,
+					1, 1, on_event, &cli), 0);
+	e = rec_wait(&srv, 0);
+	assert_int_equal(e->type, XIW_CM_CONNECT_REQUEST);
+	xiw_cm_listener_destroy(l);
+	e = rec_wait(&cli, 0);
+	assert_int_equal(e->type, XIW_CM_REJECTED);
+	/* the app still owns the request it saw */
+	assert_int_equal(xiw_cm_accept(srv.ev[0].conn, (struct xiw_qp *)&q,
+				       NULL, 0, 1, 1, on_event, &srv), -ECONNABORTED);
+	xiw_cm_conn_release(srv.ev[0].conn);
+}
+
+/* ------------------------------------------- the whole life, fake QP --- */
+
+static void test_establish_disconnect(void **state)
+{
+	static const char pd[] = "client hello", rpd[] = "server hello";
+	struct sockaddr_storage bound;
+	struct xiw_cm_listener *l = listen_lo(&bound);
+	struct fake_qp qc = { 0 }, qs = { 0 };
+	struct rec_ev *e;
+
+	(void)state;
+	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&qc, NULL,
+					(struct sockaddr *)&bound, pd, sizeof(pd),
+					2, 3, on_event, &cli), 0);
+	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&qc, NULL,
+					(struct sockaddr *)&bound, NULL, 0,
+					2, 3, on_event, &cli), -EISCONN);
+	e = rec_wait(&srv, 0);
+	assert_int_equal(e->type, XIW_CM_CONNECT_REQUEST);
+	assert_int_equal(xiw_cm_accept(e->conn, (struct xiw_qp *)&qs, rpd,
+				       sizeof(rpd), 5, 6, on_event, &srv), 0);
+	assert_int_equal(xiw_cm_accept(e->conn, (struct xiw_qp *)&qs, NULL, 0,
+				       5, 6, on_event, &srv), -EINVAL);
+
+	e = rec_wait(&cli, 0);
+	assert_int_equal(e->type, XIW_CM_ESTABLISHED);
+	assert_int_equal(e->plen, sizeof(rpd));
+	assert_memory_equal(e->pd, rpd, sizeof(rpd));
+	assert_int_equal(e->ird, 5);
+	e = rec_wait(&srv, 1);
+	assert_int_equal(e->type, XIW_CM_ESTABLISHED);	/* after the RTR */
+	assert_int_equal(qc.rtr_sent, 1);
+	assert_int_equal(qs.rtr_seen, 1);
+	assert_true(qc.p.initiator && !qs.p.initiator);
+	assert_int_equal(qc.p.rtr, XIW_RTR_READ);
+	assert_int_equal(qs.p.rtr, XIW_RTR_READ);
+	assert_int_equal(qc.p.ord, 3);		/* min(3, server IRD 5) */
+	assert_int_equal(qs.p.ord, 2);		/* min(6, client IRD 2) */
+	assert_int_equal(qc.p.max_ulpdu, qs.p.max_ulpdu);
+
+	assert_int_equal(xiw_cm_disconnect((struct xiw_qp *)&qc), 0);
+	assert_int_equal(xiw_cm_disconnect((struct xiw_qp *)&qc), 0);
+	e = rec_wait(&cli, 1);
+	assert_int_equal(e->type, XIW_CM_DISCONNECTED);
+	e = rec_wait(&srv, 2);
+	assert_int_equal(e->type, XIW_CM_DISCONNECTED);	/* peer's FIN */
+	settle();
+	assert_int_equal(rec_count(&cli), 2);		/* exactly once each */
+	assert_int_equal(rec_count(&srv), 3);
+	assert_int_equal(qc.detached, 1);
+	assert_int_equal(qc.closed, 1);			/* our EOF came back */
+	assert_int_equal(cli.bad_thread + srv.bad_thread, 0);
+	xiw_cm_listener_destroy(l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_negotiate_v2, setup),
+		cmocka_unit_test_setup(test_negotiate_v1_and_bits, setup),
+		cmocka_unit_test_setup(test_request_reject, setup),
+		cmocka_unit_test_setup(test_unreachable, setup),
+		cmocka_unit_test_setup(test_garbage, setup),
+		cmocka_unit_test_setup(test_relisten, setup),
+		cmocka_unit_test_setup(test_destroy_with_pending, setup),
+		cmocka_unit_test_setup(test_establish_disconnect, setup),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
