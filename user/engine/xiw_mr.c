@@ -93,7 +93,8 @@ struct xiw_mr *xiw_mr_reg(struct xiw_pd *pd, void *addr, size_t len,
 	uint32_t idx;
 
 	if (!pd || !len || len > XIW_MAX_MR_SIZE || !mr_access_ok(access) ||
-	    (uintptr_t)addr > UINTPTR_MAX - len || iova > UINT64_MAX - len) {
+	    (uintptr_t)addr > UINTPTR_MAX - len ||
+	    iova > UINT64_MAX - (len - 1)) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+/* MR / STag table: lookup, key, PD, access rights, bounds, invalidation. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+#include "xiw_obj.h"
+
+static uint8_t buf[8192];
+
+static int setup(void **state)
+{
+	*state = xiw_pd_alloc(NULL, NULL);
+	return *state ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	return xiw_pd_free(*state);
+}
+
+static struct xiw_mr *reg(struct xiw_pd *pd, uint64_t iova, size_t len,
+			  int access)
+{
+	struct xiw_mr *mr = xiw_mr_reg(pd, buf, len, iova, access);
+
+	assert_non_null(mr);
+	return mr;
+}
+
+static void test_stag_lookup(void **state)
+{
+	struct xiw_pd *pd = *state;
+	struct xiw_mr *mr = reg(pd, 0x10000, 4096, IBV_ACCESS_LOCAL_WRITE |
+				IBV_ACCESS_REMOTE_READ);
+	void *p = NULL;
+
+	assert_int_equal(mr->ibv.lkey, mr->ibv.rkey);
+	assert_true(mr->ibv.lkey >> 8 >= 1);
+	assert_ptr_equal(mr->ibv.addr, buf);
+	assert_int_equal(xiw_mr_check(mr->ibv.rkey, pd, IBV_ACCESS_REMOTE_READ,
+				      0x10000 + 100, 10, true, &p), 0);
+	assert_ptr_equal(p, buf + 100);
+	assert_int_equal(xiw_mr_check(mr->ibv.lkey, pd, IBV_ACCESS_LOCAL_WRITE,
+				      (uintptr_t)buf + 5, 10, false, &p), 0);
+	assert_ptr_equal(p, buf + 5);
+	/* key mismatch, index out of range, STag 0 */
+	assert_int_equal(xiw_mr_check(mr->ibv.rkey ^ 1, pd, 0, 0x10000, 1,
+				      true, NULL), -ENOENT);
+	assert_int_equal(xiw_mr_check(mr->ibv.rkey ^ 0x80, pd, 0, 0x10000, 1,
+				      true, NULL), -ENOENT);
+	assert_int_equal(xiw_mr_check(0xffffff00, pd, 0, 0, 1, true, NULL),
+			 -ENOENT);
+	assert_int_equal(xiw_mr_check(0, pd, 0, 0, 0, true, NULL), -ENOENT);
+	assert_int_equal(xiw_mr_dereg(mr), 0);
+}
+
+static void test_pd_mismatch(void **state)
+{
+	struct xiw_pd *pd = *state, *other = xiw_pd_alloc(NULL, NULL);
+	struct xiw_mr *mr = reg(pd, 0, 4096, IBV_ACCESS_LOCAL_WRITE |
+				IBV_ACCESS_REMOTE_WRITE);
+
+	assert_int_equal(xiw_mr_check(mr->ibv.rkey, other,
+				      IBV_ACCESS_REMOTE_WRITE, 0, 1, true, NULL),
+			 -EPERM);
+	assert_int_equal(xiw_mr_invalidate(mr->ibv.rkey, other), -EPERM);
+	assert_int_equal(xiw_pd_free(pd), -EBUSY);	/* MR holds it */
+	assert_int_equal(xiw_mr_dereg(mr), 0);
+	assert_int_equal(xiw_pd_free(other), 0);
+}
+
+static void test_access_rights(void **state)
+{
+	struct xiw_pd *pd = *state;
+	struct xiw_mr *mr = reg(pd, 0, 4096, IBV_ACCESS_LOCAL_WRITE);
+
+	assert_int_equal(xiw_mr_check(mr->ibv.rkey, pd, IBV_ACCESS_REMOTE_WRITE,
+				      0, 1, true, NULL), -EACCES);
+	assert_int_equal(xiw_mr_check(mr->ibv.rkey, pd, IBV_ACCESS_REMOTE_READ,
+				      0, 1, true, NULL), -EACCES);
+	assert_int_equal(xiw_mr_check(mr->ibv.rkey, pd, 0, 0, 1, true, NULL), 0);
+	assert_int_equal(xiw_mr_dereg(mr), 0);
+
+	mr = reg(pd, 0, 4096, IBV_ACCESS_REMOTE_READ);	/* read-only MR */
+	assert_int_equal(xiw_mr_check(mr->ibv.lkey, pd, IBV_ACCESS_LOCAL_WRITE,
+				      (uintptr_t)buf, 1, false, NULL), -EACCES);
+	assert_int_equal(xiw_mr_dereg(mr), 0);
+
+	/* remote write without local write, unknown bits, zero length */
+	errno = 0;
+	assert_null(xiw_mr_reg(pd, buf, 10, 0, IBV_ACCESS_REMOTE_WRITE));
+	assert_int_equal(errno, EINVAL);
+	assert_null(xiw_mr_reg(pd, buf, 10, 0, 1 << 15));
+	assert_null(xiw_mr_reg(pd, buf, 0, 0, IBV_ACCESS_LOCAL_WRITE));
+	assert_null(xiw_mr_reg(pd, buf, 10, UINT64_MAX - 5, 0));
+}
+
+static void test_bounds(void **state)
+{
+	struct xiw_pd *pd = *state;
+	struct xiw_mr *mr = reg(pd, 0x1000, 4096, IBV_ACCESS_REMOTE_READ);
+	uint32_t s = mr->ibv.rkey;
+	int rr = IBV_ACCESS_REMOTE_READ;
+
+	assert_int_equal(xiw_mr_check(s, pd, rr, 0x1000, 4096, true, NULL), 0);
+	assert_int_equal(xiw_mr_check(s, pd, rr, 0xfff, 1, true, NULL), -ERANGE);
+	assert_int_equal(xiw_mr_check(s, pd, rr, 0x1000, 4097, true, NULL),
+			 -ERANGE);
+	assert_int_equal(xiw_mr_check(s, pd, rr, 0x1fff, 2, true, NULL), -ERANGE);
+	assert_int_equal(xiw_mr_check(s, pd, rr, 0x1fff, 1, true, NULL), 0);
+	/* len 0: at the end is fine, past it is not */
+	assert_int_equal(xiw_mr_check(s, pd, rr, 0x2000, 0, true, NULL), 0);
+	assert_int_equal(xiw_mr_check(s, pd, rr, 0x2001, 0, true, NULL), -ERANGE);
+	/* wrapping lengths */
+	assert_int_equal(xiw_mr_check(s, pd, rr, 0x1000, UINT64_MAX, true, NULL),
+			 -EOVERFLOW);
+	assert_int_equal(xiw_mr_check(s, pd, rr, 0, UINT64_MAX, true, NULL),
+			 -ERANGE);
+	assert_int_equal(xiw_mr_check(s, pd, rr, UINT64_MAX, 2, true, NULL),
+			 -EOVERFLOW);
+	assert_int_equal(xiw_mr_dereg(mr), 0);
+
+	/* a region whose TO range ends exactly at 2^64 */
+	mr = reg(pd, UINT64_MAX - 4095, 4096, rr);
+	s = mr->ibv.rkey;
+	assert_int_equal(xiw_mr_check(s, pd, rr, UINT64_MAX, 1, true, NULL), 0);
+	assert_int_equal(xiw_mr_check(s, pd, rr, UINT64_MAX - 4095, 4096, true,
+				      NULL), 0);
+	assert_int_equal(xiw_mr_check(s, pd, rr, UINT64_MAX - 10, 20, true, NULL),
+			 -EOVERFLOW);
+	assert_int_equal(xiw_mr_check(s, pd, rr, UINT64_MAX, 0, true, NULL), 0);
+	assert_int_equal(xiw_mr_check(s, pd, rr, UINT64_MAX - 4096, 1, true,
+				      NULL), -ERANGE);
+	assert_int_equal(xiw_mr_dereg(mr), 0);
+}
+
+static void test_dereg_invalidates(void **state)
+{
+	struct xiw_pd *pd = *state;
+	struct xiw_mr *mr = reg(pd, 0, 4096, IBV_ACCESS_REMOTE_READ);
+	uint32_t old = mr->ibv.rkey, seen[64];
+
+	assert_int_equal(xiw_mr_dereg(mr), 0);
+	assert_int_equal(xiw_mr_check(old, pd, 0, 0, 1, true, NULL), -ENOENT);
+	/* no new registration reuses the old STag value */
+	for (int i = 0; i < 64; i++) {
+		struct xiw_mr *m = reg(pd, 0, 16, 0);
+
+		seen[i] = m->ibv.rkey;
+		assert_int_not_equal(seen[i], old);
+		assert_int_equal(xiw_mr_check(old, pd, 0, 0, 1, true, NULL),
+				 -ENOENT);
+		assert_int_equal(xiw_mr_dereg(m), 0);
+	}
+	/* invalidation (SEND with Invalidate) */
+	mr = reg(pd, 0, 4096, IBV_ACCESS_REMOTE_READ);
+	assert_int_equal(xiw_mr_invalidate(mr->ibv.rkey, pd), 0);
+	assert_int_equal(xiw_mr_check(mr->ibv.rkey, pd, 0, 0, 1, true, NULL),
+			 -ENOENT);
+	assert_int_equal(xiw_mr_invalidate(mr->ibv.rkey, pd), -ENOENT);
+	assert_int_equal(xiw_mr_dereg(mr), 0);
+}
+
+static void test_many(void **state)
+{
+	struct xiw_pd *pd = *state;
+	enum { N = 3000 };
+	struct xiw_mr **m = calloc(N, sizeof(*m));
+
+	for (int i = 0; i < N; i++)
+		m[i] = reg(pd, (uint64_t)i << 20, 64, IBV_ACCESS_REMOTE_READ);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(xiw_mr_check(m[i]->ibv.rkey, pd,
+					      IBV_ACCESS_REMOTE_READ,
+					      ((uint64_t)i << 20) + 63, 1, true,
+					      NULL), 0);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(xiw_mr_dereg(m[i]), 0);
+	free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_stag_lookup, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pd_mismatch, setup, NULL),
+		cmocka_unit_test_setup_teardown(test_access_rights, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dereg_invalidates, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
