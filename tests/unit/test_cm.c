@@ -45,7 +45,7 @@ static void fq_readable(void *arg)
 		if (r == -EAGAIN)
 			return;
 		if (r <= 0) {
-			if (!q->closed++)
+			if (!__atomic_fetch_add(&q->closed, 1, __ATOMIC_ACQ_REL))
 				xiw_cm_stream_closed(q->conn, (int)r);
 			return;
 		}
@@ -58,7 +58,7 @@ static void fq_closed(void *arg, int err)
 {
 	struct fake_qp *q = arg;
 
-	if (!q->closed++)
+	if (!__atomic_fetch_add(&q->closed, 1, __ATOMIC_ACQ_REL))
 		xiw_cm_stream_closed(q->conn, err);
 }
 
@@ -96,7 +96,7 @@ void xiw_qp_detach(struct xiw_qp *qp, bool abort)
 		return;
 	}
 	xiw_llp_abort(q->llp);
-	if (!q->closed++)
+	if (!__atomic_fetch_add(&q->closed, 1, __ATOMIC_ACQ_REL))
 		xiw_cm_stream_closed(q->conn, -ECONNABORTED);
 }
 
@@ -460,7 +460,7 @@ static void test_establish_disconnect(void **state)
 	assert_int_equal(rec_count(&cli), 2);		/* exactly once each */
 	assert_int_equal(rec_count(&srv), 3);
 	assert_int_equal(qc.detached, 1);
-	assert_int_equal(qc.closed, 1);			/* our EOF came back */
+	assert_int_equal(__atomic_load_n(&qc.closed, __ATOMIC_ACQUIRE), 1); /* EOF came back */
 	assert_int_equal(cli.bad_thread + srv.bad_thread, 0);
 	xiw_cm_listener_destroy(l);
 }

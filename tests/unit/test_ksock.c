@@ -120,9 +120,9 @@ static void test_echo(void **state)
 	pthread_mutex_lock(&srv.lock);
 	while (srv.got < 5)
 		pthread_cond_wait(&srv.cond, &srv.lock);
-	pthread_mutex_unlock(&srv.lock);
 	assert_memory_equal(srv.buf, "hello", 5);
 	assert_true(srv.upcall_on_self);
+	pthread_mutex_unlock(&srv.lock);
 	assert_int_equal(xiw_llp_shutdown(cli.l), 0);
 	wait_for(&srv, &srv.eof);
 	xiw_llp_close(cli.l);
