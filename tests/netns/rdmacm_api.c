@@ -217,7 +217,10 @@ static struct rdma_cm_event *server_request(struct side *s, const char *pdata)
 	      ev->id->context == s, "request: new id with device, listen_id");
 	CHECK(ev->param.conn.private_data_len >= strlen(pdata) + 1 &&
 	      !memcmp(ev->param.conn.private_data, pdata, strlen(pdata) + 1),
-	      "request private data \"%s\"", pdata);
+	      "request private data \"%s\" (got %u bytes \"%.*s\")", pdata,
+	      ev->param.conn.private_data_len, ev->param.conn.private_data_len,
+	      ev->param.conn.private_data ?
+	      (const char *)ev->param.conn.private_data : "");
 	CHECK(ev->param.conn.responder_resources == 2 &&
 	      ev->param.conn.initiator_depth == 3,
 	      "request IRD/ORD offer (resp_res %u init_depth %u)",

@@ -49,17 +49,22 @@ static int xcm_depths(const struct rdma_conn_param *p, uint8_t dird,
 	return 0;
 }
 
-/* ai_connect data (rdma_create_ep) goes in front of the caller's. */
+/*
+ * Outgoing private data into x->pdata: ai_connect data (rdma_create_ep)
+ * first, then the caller's.
+ */
 static int xcm_pdata(struct xcm_id *x, const struct rdma_conn_param *p,
-		     uint8_t *buf, uint8_t *len)
+		     uint8_t *len)
 {
+	uint8_t *buf = x->pdata;
 	size_t n = x->connect_len;
 
 	if (p && p->private_data && p->private_data_len)
 		n += p->private_data_len;
 	if (n > XIW_MAX_PRIV_DATA)
 		return xcm_err(EINVAL);
-	memcpy(buf, x->connect, x->connect_len);
+	if (x->connect_len)
+		memcpy(buf, x->connect, x->connect_len);
 	if (n > x->connect_len)
 		memcpy(buf + x->connect_len, p->private_data, p->private_data_len);
 	*len = n;
@@ -90,8 +95,8 @@ static void xcm_connect_src(struct xcm_id *x, struct sockaddr_storage *src)
 int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
 	struct xcm_id *x = xcm_id(id);
-	uint8_t pdata[XIW_MAX_PRIV_DATA], plen, ird, ord;
 	struct sockaddr_storage src;
+	uint8_t plen, ird, ord;
 	int ret;
 
 	if (!id)
@@ -100,12 +105,12 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 		return xcm_err(EINVAL);
 	if (xcm_need_qp(id, "connect") ||
 	    xcm_depths(conn_param, XIW_MAX_IRD, XIW_MAX_ORD, &ird, &ord) ||
-	    xcm_pdata(x, conn_param, pdata, &plen))
+	    xcm_pdata(x, conn_param, &plen))
 		return -1;
 	xcm_connect_src(x, &src);
 	xcm_set_state(x, XCM_CONNECT);
 	ret = xiw_cm_connect(xiw_qp_from_ibv(id->qp), (struct sockaddr *)&src,
-			     &id->route.addr.dst_addr, pdata, plen, ird, ord,
+			     &id->route.addr.dst_addr, x->pdata, plen, ird, ord,
 			     xcm_engine_handler, (void *)(uintptr_t)x->handle);
 	if (ret) {
 		xcm_set_state(x, XCM_ROUTE_RESOLVED);
@@ -144,8 +149,8 @@ static void xcm_put_conn(struct xcm_id *x, struct xiw_cm_conn *conn)
 int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
 	struct xcm_id *x = xcm_id(id);
-	uint8_t pdata[XIW_MAX_PRIV_DATA], plen, ird, ord;
 	struct xiw_cm_conn *conn;
+	uint8_t plen, ird, ord;
 	int ret;
 
 	if (!id)
@@ -154,12 +159,12 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 		return xcm_err(EINVAL);
 	if (xcm_need_qp(id, "accept") ||
 	    xcm_depths(conn_param, x->resp_res, x->init_depth, &ird, &ord) ||
-	    xcm_pdata(x, conn_param, pdata, &plen))
+	    xcm_pdata(x, conn_param, &plen))
 		return -1;
 	conn = xcm_take_conn(x, XCM_ACCEPT);
 	if (!conn)
 		return xcm_err(EINVAL);
-	ret = xiw_cm_accept(conn, xiw_qp_from_ibv(id->qp), pdata, plen, ird, ord,
+	ret = xiw_cm_accept(conn, xiw_qp_from_ibv(id->qp), x->pdata, plen, ird, ord,
 			    xcm_engine_handler, (void *)(uintptr_t)x->handle);
 	if (ret) {
 		/* still pending: the app may reject or destroy the id */
@@ -173,16 +178,19 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 		uint8_t private_data_len)
 {
+	struct xcm_id *x = xcm_id(id);
 	struct xiw_cm_conn *conn;
+	uint8_t plen = private_data ? private_data_len : 0;
 	int ret;
 
 	if (!id)
 		return xcm_err(EINVAL);
-	conn = xcm_take_conn(xcm_id(id), XCM_DISCONNECTED);
+	conn = xcm_take_conn(x, XCM_DISCONNECTED);
 	if (!conn)
 		return xcm_err(EINVAL);
-	ret = xiw_cm_reject(conn, private_data,
-			    private_data ? private_data_len : 0);
+	if (plen)
+		memcpy(x->pdata, private_data, plen);
+	ret = xiw_cm_reject(conn, x->pdata, plen);
 	if (ret) {
 		xiw_log(XIW_LOG_INFO, XCM_PFX "reject: %s", strerror(-ret));
 		return xcm_err(-ret);

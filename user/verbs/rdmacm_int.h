@@ -117,6 +117,8 @@ enum xcm_state {
  *             until rdma_accept/rdma_reject/rdma_destroy_id.
  * @resp_res, @init_depth: defaults for rdma_accept, from the request.
  * @connect:   private data from rdma_addrinfo.ai_connect, sent first.
+ * @pdata:     outgoing private data; lives as long as the id because the
+ *             engine may send the MPA frame after connect/accept return.
  */
 struct xcm_id {
 	struct rdma_cm_id id;		/* first: handed to the app */
@@ -136,6 +138,7 @@ struct xcm_id {
 	uint8_t resp_res, init_depth;
 	void *connect;
 	uint8_t connect_len;
+	uint8_t pdata[XIW_MAX_PRIV_DATA];
 };
 
 static inline struct xcm_id *xcm_id(struct rdma_cm_id *id)
