@@ -55,8 +55,8 @@ static int xcm_dev_add(struct ibv_device *d)
 }
 
 /*
- * Open devices not opened yet. The device list is never freed: an open
- * context keeps pointing at its ibv_device. Call with xcm_dev_lock held.
+ * Open devices not opened yet. An open context holds its ibv_device
+ * (as in rdma-core), so the list itself can go. Call with xcm_dev_lock.
  */
 static int xcm_dev_scan(void)
 {
@@ -69,6 +69,7 @@ static int xcm_dev_scan(void)
 	for (i = 0; i < n; i++)
 		if (!xcm_dev_known(list[i]))
 			xcm_dev_add(list[i]);
+	ibv_free_device_list(list);
 	if (!xcm_ndevs) {
 		xiw_log(XIW_LOG_INFO, XCM_PFX "no xiwarp devices");
 		return xcm_err(ENODEV);
