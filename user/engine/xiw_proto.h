@@ -200,7 +200,9 @@ struct xiw_txf_scratch {
 	uint8_t markers[160][4];	/* enough for a 64 KB FPDU */
 };
 
-#define XIW_TXF_MAX_IOV 200
+/* a 64 KB FPDU with markers: ~130 markers, each splitting the payload
+ * (2 iovecs per marker) + header, pad, CRC + the caller's pieces */
+#define XIW_TXF_MAX_IOV 320
 
 /**
  * xiw_txf_payload_max() - payload bytes that fit in one FPDU whose header
