@@ -51,7 +51,7 @@ row() {
 	rows+=("$1|$2|$3")
 	if [ "$2" != pass ]; then
 		nfail=$((nfail + 1))
-		faillogs+=("$1|$XIW_PAIR_SLOG|$XIW_PAIR_CLOG|$4")
+		faillogs+=("$1|$XIW_PAIR_SERR $XIW_PAIR_SLOG $XIW_PAIR_CERR $XIW_PAIR_CLOG|$4")
 	fi
 }
 
@@ -122,11 +122,11 @@ print_table() {
 }
 
 print_failures() {
-	local f t s c why
+	local f t logs why x
 	for f in "${faillogs[@]}"; do
-		IFS='|' read -r t s c why <<<"$f"
+		IFS='|' read -r t logs why <<<"$f"
 		echo "FAILED: $t: $why"
-		for x in "$s" "$c"; do
+		for x in $logs; do
 			[ -s "$x" ] || continue
 			echo "  --- ${x##*/} (last 8 lines)"
 			tail -n 8 "$x" | sed 's/^/  | /'

@@ -309,8 +309,10 @@ xiw_local_up() {
 #   listens on PORT there (10 s, or XIW_LISTEN_TIMEOUT), run CLIENT_CMD in
 #   namespace B under `timeout TIMEOUT`, then give the server
 #   XIW_SERVER_GRACE s (default 15) to exit by itself.
-#   Output: $XIW_LOGDIR/NAME.server.log and NAME.client.log (XIW_LOGDIR
-#   defaults to a fresh temp dir). XIW_PAIR_CLOG / XIW_PAIR_SLOG name them.
+#   Output: $XIW_LOGDIR/NAME.{server,client}.log (stdout) and
+#   NAME.{server,client}.err (stderr, kept apart so that unbuffered stderr
+#   cannot split stdout lines); XIW_LOGDIR defaults to a fresh temp dir.
+#   XIW_PAIR_SLOG / XIW_PAIR_CLOG (and _SERR / _CERR) name them.
 #   Returns 0 when both exited 0; otherwise XIW_PAIR_WHY says what failed.
 xiw_pair() {
 	local name=${1:?} port=${2:?} t=${3:?} srv=() cli=() spid crc=0 src=0
@@ -328,18 +330,21 @@ xiw_pair() {
 	mkdir -p "$XIW_LOGDIR"
 	XIW_PAIR_SLOG="$XIW_LOGDIR/$name.server.log"
 	XIW_PAIR_CLOG="$XIW_LOGDIR/$name.client.log"
+	XIW_PAIR_SERR="$XIW_LOGDIR/$name.server.err"
+	XIW_PAIR_CERR="$XIW_LOGDIR/$name.client.err"
 	XIW_PAIR_WHY=""
 
-	xiw_bg A "${srv[@]}" >"$XIW_PAIR_SLOG" 2>&1 </dev/null
+	xiw_bg A "${srv[@]}" >"$XIW_PAIR_SLOG" 2>"$XIW_PAIR_SERR" </dev/null
 	spid=$XIW_LAST_PID
-	if ! xiw_wait_listen A "$port" "${XIW_LISTEN_TIMEOUT:-10}" "$spid" 2>>"$XIW_PAIR_SLOG"; then
+	if ! xiw_wait_listen A "$port" "${XIW_LISTEN_TIMEOUT:-10}" "$spid" 2>>"$XIW_PAIR_SERR"; then
 		src=0
 		xiw_stop "$spid" 1 || src=$?
 		XIW_PAIR_WHY="server did not listen on port $port (server exit $src)"
 		: >"$XIW_PAIR_CLOG"
+		: >"$XIW_PAIR_CERR"
 		return 1
 	fi
-	xiw_in B timeout -k 5 "$t" "${cli[@]}" >"$XIW_PAIR_CLOG" 2>&1 </dev/null || crc=$?
+	xiw_in B timeout -k 5 "$t" "${cli[@]}" >"$XIW_PAIR_CLOG" 2>"$XIW_PAIR_CERR" </dev/null || crc=$?
 	if [ $crc -ne 0 ]; then
 		# the server may be waiting for a peer that is gone: short grace
 		xiw_wait_pid "$spid" 3 || src=$?
@@ -362,7 +367,7 @@ xiw_pair() {
 # xiw_pair_show_logs [LINES]: tail of the last pair's logs (on failure).
 xiw_pair_show_logs() {
 	local n=${1:-25} f
-	for f in "$XIW_PAIR_SLOG" "$XIW_PAIR_CLOG"; do
+	for f in "$XIW_PAIR_SERR" "$XIW_PAIR_SLOG" "$XIW_PAIR_CERR" "$XIW_PAIR_CLOG"; do
 		[ -s "$f" ] || continue
 		echo "    --- ${f##*/} (last $n lines)"
 		tail -n "$n" "$f" | sed 's/^/    | /'
