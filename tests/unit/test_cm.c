@@ -21,6 +21,7 @@
 #include <cmocka.h>
 #include "xiwarp/xiwarp.h"
 #include "xiw_conn.h"
+#include "xiw_cm.h"
 #include "xiw_cm_mpa.h"
 #include "llp.h"
 
@@ -410,6 +411,36 @@ static void test_destroy_with_pending(void **state)
 	xiw_cm_conn_release(srv.ev[0].conn);
 }
 
+/* A QP destroyed while its connect waits for the MPA reply. */
+static void test_qp_gone_while_connecting(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof(a);
+	struct fake_qp q = { 0 };
+	struct rec_ev *e;
+	int ls = socket(AF_INET, SOCK_STREAM, 0);	/* TCP only, no MPA */
+
+	(void)state;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
+	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&q, NULL,
+					(struct sockaddr *)&a, NULL, 0, 1, 1,
+					on_event, &cli), 0);
+	settle();
+	xiw_cm_qp_gone((struct xiw_qp *)&q);
+	e = rec_wait(&cli, 0);
+	assert_int_equal(e->type, XIW_CM_CONNECT_ERROR);
+	assert_int_equal(e->status, -ECONNABORTED);
+	xiw_cm_qp_gone((struct xiw_qp *)&q);		/* nothing left: no-op */
+	assert_int_equal(xiw_cm_disconnect((struct xiw_qp *)&q), 0);
+	settle();
+	assert_int_equal(rec_count(&cli), 1);
+	assert_int_equal(q.attached, 0);
+	close(ls);
+}
+
 /* ------------------------------------------- the whole life, fake QP --- */
 
 static void test_establish_disconnect(void **state)
@@ -475,6 +506,7 @@ int main(void)
 		cmocka_unit_test_setup(test_garbage, setup),
 		cmocka_unit_test_setup(test_relisten, setup),
 		cmocka_unit_test_setup(test_destroy_with_pending, setup),
+		cmocka_unit_test_setup(test_qp_gone_while_connecting, setup),
 		cmocka_unit_test_setup(test_establish_disconnect, setup),
 	};
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "xiwarp/wire/mpa.h"
+#include "xiw_cm.h"
 #include "xiw_cm_int.h"
 #include "xiw_cm_mpa.h"
 
@@ -234,6 +235,20 @@ static void disconnect_on_progress(void *arg)
 int xiw_cm_disconnect(struct xiw_qp *qp)
 {
 	return xiw_progress_sync(disconnect_on_progress, qp);
+}
+
+static void qp_gone_on_progress(void *arg)
+{
+	struct xiw_cm_conn *c = cm_conn_by_qp(arg);
+
+	if (c && !c->attached)
+		cm_fail(c, XIW_CM_CONNECT_ERROR, -ECONNABORTED);
+}
+
+void xiw_cm_qp_gone(struct xiw_qp *qp)
+{
+	if (qp)
+		xiw_progress_sync(qp_gone_on_progress, qp);
 }
 
 /* ------------------------------------------------------ QP upcalls --- */
