@@ -295,6 +295,9 @@ struct xiw_qp {
 	bool attached, closed_reported;
 	bool tx_hold, tx_wait_write, shutdown_pending, tx_dead;
 	int term;
+	uint8_t term_hdr[XIW_MAX_HDR_LEN];	/* offending FPDU header */
+	uint32_t term_hdr_len;
+	uint8_t term_pl[XIW_MAX_HDR_LEN];	/* TERMINATE payload */
 	enum xiw_rtr_type rtr;
 	struct xiw_txmsg msg;
 	struct xiw_txbatch *b;

@@ -503,6 +503,33 @@ void xiw_qp_stream_end(struct xiw_qp *qp, int err)
 		xiw_cm_stream_closed(conn, err);
 }
 
+/*
+ * Read and drop what the peer already sent (bounded), so closing the
+ * socket sends FIN after our TERMINATE instead of a RST that could make
+ * the peer lose it. Progress thread.
+ */
+static void qp_drain_input(struct xiw_qp *qp, struct xiw_llp *l)
+{
+	struct iovec v = { qp->rxs.discard, sizeof(qp->rxs.discard) };
+	size_t total = 0;
+	ssize_t n;
+
+	while (l && total < (1u << 20) && (n = xiw_llp_recv(l, &v, 1)) > 0)
+		total += (size_t)n;
+}
+
+/* Keep the header of the FPDU that failed for the TERMINATE payload. */
+static void qp_term_hdr(struct xiw_qp *qp)
+{
+	int n = xiw_hdr_len(qp->rx.hbuf);
+
+	qp->term_hdr_len = 0;
+	if (n > 0 && n <= XIW_MAX_HDR_LEN) {
+		memcpy(qp->term_hdr, qp->rx.hbuf, (size_t)n);
+		qp->term_hdr_len = (uint32_t)n;
+	}
+}
+
 /**
  * xiw_qp_fatal() - local protocol violation @term (XIW_TERM()): send
  * TERMINATE (RFC 5040 §5.4.2) after what is already framed, ERROR, flush,
@@ -510,6 +537,8 @@ void xiw_qp_stream_end(struct xiw_qp *qp, int err)
  */
 void xiw_qp_fatal(struct xiw_qp *qp, int term)
 {
+	struct xiw_llp *l;
+
 	pthread_mutex_lock(&qp->tx_lock);
 	if (!qp->attached) {
 		pthread_mutex_unlock(&qp->tx_lock);
@@ -520,9 +549,12 @@ void xiw_qp_fatal(struct xiw_qp *qp, int term)
 		XIW_TERM_ECODE(term));
 	xiw_qp_to_error(qp);
 	qp->term = term;
+	qp_term_hdr(qp);
 	qp->shutdown_pending = true;
 	xiw_tx_push(qp);
+	l = qp->llp;
 	pthread_mutex_unlock(&qp->tx_lock);
+	qp_drain_input(qp, l);
 	xiw_qp_stream_end(qp, -EPROTO);
 }
 

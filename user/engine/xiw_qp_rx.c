@@ -244,7 +244,7 @@ static int place_rreq(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 	queued = qp->irq_head - qp->irq_tail + qp->irq_active;
 	pthread_mutex_unlock(&qp->tx_lock);
 	if (queued >= qp->ird)
-		return XIW_T_DDP_MSN_RANGE;	/* beyond IRD, as siw */
+		return XIW_T_DDP_NO_BUF;	/* beyond IRD: no room on QN 1 */
 	if (!h->rd_size)
 		return 0;
 	ret = xiw_mr_check(h->rd_src_stag, qp->pd, IBV_ACCESS_REMOTE_READ,
@@ -513,8 +513,12 @@ static struct xiw_llp *rx_llp(struct xiw_qp *qp)
 	return l;
 }
 
-/* One recvmsg into the receive machine. Return: true to go on. */
-static bool rx_step(struct xiw_qp *qp, struct xiw_llp *l)
+/*
+ * One recvmsg into the receive machine. Return: true to go on.
+ * @final: the llp already failed; only drain what is queued (a TERMINATE
+ * may be there) and leave ending the stream to the caller.
+ */
+static bool rx_step(struct xiw_qp *qp, struct xiw_llp *l, bool final)
 {
 	struct iovec iov[64];
 	ssize_t n;
@@ -522,7 +526,8 @@ static bool rx_step(struct xiw_qp *qp, struct xiw_llp *l)
 
 	cnt = xiw_rx_iov(&qp->rx, iov, 64);
 	if (cnt == -EAGAIN) {	/* SEND without a posted receive */
-		xiw_llp_pause_read(l, true);
+		if (!final)
+			xiw_llp_pause_read(l, true);
 		return false;
 	}
 	if (cnt < 0)
@@ -531,7 +536,8 @@ static bool rx_step(struct xiw_qp *qp, struct xiw_llp *l)
 	if (n == -EAGAIN)
 		return false;
 	if (n <= 0) {
-		xiw_qp_stream_end(qp, (int)n);
+		if (!final)
+			xiw_qp_stream_end(qp, (int)n);
 		return false;
 	}
 	t = xiw_rx_advance(&qp->rx, (size_t)n);
@@ -564,16 +570,26 @@ void xiw_rx_readable(void *arg)
 		if (atomic_load(&qp->state) == IBV_QPS_ERR) {
 			if (!rx_discard(qp, l))
 				break;
-		} else if (!rx_step(qp, l)) {
+		} else if (!rx_step(qp, l, false)) {
 			break;
 		}
 	}
 }
 
-/** xiw_rx_closed() - llp closed upcall: RST or error ends the stream. */
+/**
+ * xiw_rx_closed() - llp closed upcall: RST or error ends the stream. Bytes
+ * queued before the reset are read first: a peer that sent TERMINATE and
+ * closed usually resets the connection right behind it.
+ */
 void xiw_rx_closed(void *arg, int err)
 {
-	xiw_qp_stream_end(arg, err ? err : -ECONNRESET);
+	struct xiw_qp *qp = arg;
+	struct xiw_llp *l = rx_llp(qp);
+
+	if (l && atomic_load(&qp->state) != IBV_QPS_ERR)
+		while (!qp->rx_stop && rx_step(qp, l, true))
+			;
+	xiw_qp_stream_end(qp, err ? err : -ECONNRESET);
 }
 
 static void rx_kick_fn(void *arg)

@@ -183,18 +183,20 @@ static struct xiw_orqe *orq_push(struct xiw_qp *qp)
 	return o;
 }
 
+/* TERMINATE (RFC 5040 §4.8) carrying the offending FPDU's header. */
 static void msg_term(struct xiw_qp *qp)
 {
-	struct xiw_fpdu_hdr h;
-	int t = qp->term;
+	struct xiw_fpdu_hdr h = { .msn = qp->tx_term_msn++ };
+	size_t len;
 
-	msg_untagged(&h, XIW_OP_TERMINATE, XIW_QN_TERM, qp->tx_term_msn++);
-	/* RFC 5040 §4.8: Layer(4) EType(4) ECode(8) M D A, reserved */
-	h.term_ctrl = (uint32_t)XIW_TERM_LAYER(t) << 28 |
-		      (uint32_t)XIW_TERM_ETYPE(t) << 24 |
-		      (uint32_t)XIW_TERM_ECODE(t) << 16;
+	len = xiw_term_encode((uint32_t)qp->term, qp->term_hdr,
+			      qp->term_hdr_len, &h, qp->term_pl,
+			      sizeof(qp->term_pl));
 	qp->term = 0;
-	msg_start(qp, XIW_TXK_TERM, &h, NULL, 0, 0);
+	qp->term_hdr_len = 0;
+	qp->msg.one = (struct ibv_sge){ .addr = (uintptr_t)qp->term_pl,
+					.length = (uint32_t)len };
+	msg_start(qp, XIW_TXK_TERM, &h, &qp->msg.one, 1, (uint32_t)len);
 }
 
 /* RFC 6581 §4: zero-length READ (nonzero STags), WRITE or SEND. */

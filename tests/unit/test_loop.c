@@ -1,0 +1,482 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Two QPs connected over 127.0.0.1 through the real CM and ksock transport:
+ * SEND/RECV, RDMA WRITE and RDMA READ from 1 B to 1 MB with several SGEs,
+ * receives posted late (the receive side pauses), many READs beyond ORD,
+ * and a TERMINATE (WRITE to an invalid STag) that leaves both sides with
+ * error/flush completions. The whole suite runs once per MPA mode (CRC,
+ * markers, small FPDUs, MPA v1) in a child process each, because the CM
+ * reads its XIW_MPA_* knobs once per process.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "xiw_obj.h"
+
+#define BUF_SIZE (4u << 20)	/* [0, 2 MB) source, [2 MB, 4 MB) sink */
+#define SINK (2u << 20)
+#define IOVA_BASE 0x7000000000ull
+
+struct side {
+	const char *name;
+	struct xiw_pd *pd;
+	struct xiw_cq *scq, *rcq;
+	struct xiw_qp *qp;
+	struct xiw_mr *mr;
+	uint8_t *buf;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int established, disconnected, failed, disc_status;
+	struct xiw_cm_conn *pending;
+};
+
+static struct side srv = { .name = "server" }, cli = { .name = "client" };
+static struct xiw_cm_listener *lst;
+static struct sockaddr_storage bound;
+
+/* ------------------------------------------------------------ helpers --- */
+
+static void on_event(void *arg, const struct xiw_cm_event *ev)
+{
+	struct side *s = arg;
+
+	pthread_mutex_lock(&s->lock);
+	switch (ev->type) {
+	case XIW_CM_CONNECT_REQUEST:
+		s->pending = ev->conn;
+		break;
+	case XIW_CM_ESTABLISHED:
+		s->established++;
+		break;
+	case XIW_CM_DISCONNECTED:
+		s->disconnected++;
+		s->disc_status = ev->status;
+		break;
+	default:
+		s->failed++;
+		break;
+	}
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Wait until *field >= want (10 s). */
+static void wait_for(struct side *s, int *field, int want)
+{
+	struct timespec ts;
+	int ok;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 10;
+	pthread_mutex_lock(&s->lock);
+	while (*field < want &&
+	       pthread_cond_timedwait(&s->cond, &s->lock, &ts) != ETIMEDOUT)
+		;
+	ok = *field >= want;
+	pthread_mutex_unlock(&s->lock);
+	if (!ok)
+		fail_msg("%s: event wait timed out", s->name);
+}
+
+static void side_init(struct side *s)
+{
+	struct ibv_qp_init_attr a = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 256, .max_recv_wr = 256,
+			 .max_send_sge = XIW_MAX_SGE, .max_recv_sge = XIW_MAX_SGE,
+			 .max_inline_data = 128 },
+	};
+	struct ibv_qp_attr ia = { .qp_state = IBV_QPS_INIT };
+
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	s->established = s->disconnected = s->failed = 0;
+	s->pending = NULL;
+	s->pd = xiw_pd_alloc(NULL, NULL);
+	s->scq = xiw_cq_create(NULL, 1024, NULL, NULL);
+	s->rcq = xiw_cq_create(NULL, 1024, NULL, NULL);
+	assert_non_null(s->pd);
+	assert_non_null(s->scq);
+	assert_non_null(s->rcq);
+	a.send_cq = &s->scq->ibv;
+	a.recv_cq = &s->rcq->ibv;
+	s->qp = xiw_qp_create(s->pd, &a);
+	assert_non_null(s->qp);
+	assert_int_equal(xiw_qp_modify(s->qp, &ia, IBV_QP_STATE), 0);
+	if (!s->buf)
+		s->buf = malloc(BUF_SIZE);
+	s->mr = xiw_mr_reg(s->pd, s->buf, BUF_SIZE, IOVA_BASE,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ);
+	assert_non_null(s->mr);
+}
+
+static void side_fini(struct side *s)
+{
+	assert_int_equal(xiw_qp_destroy(s->qp), 0);
+	assert_int_equal(xiw_mr_dereg(s->mr), 0);
+	assert_int_equal(xiw_cq_destroy(s->scq), 0);
+	assert_int_equal(xiw_cq_destroy(s->rcq), 0);
+	assert_int_equal(xiw_pd_free(s->pd), 0);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	side_init(&srv);
+	side_init(&cli);
+	assert_int_equal(xiw_cm_connect(cli.qp, NULL, (struct sockaddr *)&bound,
+					"hi", 2, 8, 8, on_event, &cli), 0);
+	while (!srv.pending && !srv.failed)
+		wait_for(&srv, (int *)&srv.failed, 0), usleep(1000);
+	assert_non_null(srv.pending);
+	assert_int_equal(xiw_cm_accept(srv.pending, srv.qp, NULL, 0, 8, 8,
+				       on_event, &srv), 0);
+	wait_for(&srv, &srv.established, 1);
+	wait_for(&cli, &cli.established, 1);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	xiw_cm_disconnect(cli.qp);
+	wait_for(&cli, &cli.disconnected, 1);
+	wait_for(&srv, &srv.disconnected, 1);
+	side_fini(&cli);
+	side_fini(&srv);
+	return 0;
+}
+
+static void poll_wc(struct xiw_cq *cq, struct ibv_wc *wc)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (xiw_cq_poll(cq, 1, wc) == 0) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 10)
+			fail_msg("no completion within 10 s");
+		usleep(50);
+	}
+}
+
+static void expect_wc(struct xiw_cq *cq, uint64_t id, enum ibv_wc_opcode op,
+		      uint32_t len)
+{
+	struct ibv_wc wc;
+
+	poll_wc(cq, &wc);
+	if (wc.status != IBV_WC_SUCCESS)
+		fail_msg("wr_id %#llx: status %d", (unsigned long long)wc.wr_id,
+			 wc.status);
+	assert_int_equal(wc.wr_id, id);
+	assert_int_equal(wc.opcode, op);
+	if (op == IBV_WC_RECV || op == IBV_WC_RDMA_READ)
+		assert_int_equal(wc.byte_len, len);
+}
+
+static void fill(uint8_t *p, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++) {
+		seed = seed * 1103515245u + 12345u;
+		p[i] = (uint8_t)(seed >> 16);
+	}
+}
+
+/* Split [off, off+len) of @s's buffer into @n SGEs of uneven size. */
+static int sges(struct side *s, uint32_t off, uint32_t len, int n,
+		struct ibv_sge *sg)
+{
+	uint32_t left = len;
+
+	if (n > (int)len)
+		n = len ? (int)len : 1;
+	for (int i = 0; i < n; i++) {
+		uint32_t take = i == n - 1 ? left : left / (uint32_t)(n - i) / 2 + 1;
+
+		if (take > left)
+			take = left;
+		sg[i] = (struct ibv_sge){ (uintptr_t)s->buf + off, take,
+					  s->mr->ibv.lkey };
+		off += take;
+		left -= take;
+	}
+	return n;
+}
+
+static void post_recv(struct side *s, uint64_t id, uint32_t off, uint32_t len,
+		      int n)
+{
+	struct ibv_sge sg[XIW_MAX_SGE];
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = sg }, *bad;
+
+	wr.num_sge = sges(s, off, len, n, sg);
+	assert_int_equal(xiw_post_recv(s->qp, &wr, &bad), 0);
+}
+
+static void post(struct side *s, uint64_t id, enum ibv_wr_opcode op,
+		 uint32_t off, uint32_t len, int n, uint64_t raddr,
+		 uint32_t rkey, int flags)
+{
+	struct ibv_sge sg[XIW_MAX_SGE];
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = sg, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED | flags };
+	struct ibv_send_wr *bad;
+
+	wr.num_sge = sges(s, off, len, n, sg);
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	assert_int_equal(xiw_post_send(s->qp, &wr, &bad), 0);
+}
+
+static const uint32_t sizes[] = { 1, 3, 100, 1448, 4096, 9000, 65536 + 7,
+				  300000, 1u << 20 };
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static void check_sink(struct side *from, struct side *to, uint32_t len)
+{
+	if (memcmp(from->buf, to->buf + SINK, len))
+		fail_msg("data mismatch (%u bytes, %s -> %s)", len, from->name,
+			 to->name);
+}
+
+/* -------------------------------------------------------------- tests --- */
+
+static void send_one(struct side *a, struct side *b, uint32_t len, int ns,
+		     int nr, unsigned seed)
+{
+	fill(a->buf, len, seed);
+	memset(b->buf + SINK, 0, len + 16);
+	post_recv(b, 1000 + seed, SINK, len + 16, nr);
+	post(a, 2000 + seed, IBV_WR_SEND, 0, len, ns, 0, 0, 0);
+	expect_wc(a->scq, 2000 + seed, IBV_WC_SEND, len);
+	expect_wc(b->rcq, 1000 + seed, IBV_WC_RECV, len);
+	check_sink(a, b, len);
+}
+
+static void test_send_recv(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < NSIZES; i++)
+		send_one(&cli, &srv, sizes[i], 1 + i % XIW_MAX_SGE,
+			 1 + (i * 3) % XIW_MAX_SGE, i);
+	for (unsigned i = 0; i < NSIZES; i += 2)	/* and back */
+		send_one(&srv, &cli, sizes[i], 2, 3, 50 + i);
+}
+
+/* A WRITE is placed before a later SEND arrives (ordering): check then. */
+static void write_one(struct side *a, struct side *b, uint32_t len, int ns,
+		      unsigned seed)
+{
+	fill(a->buf, len, seed);
+	memset(b->buf + SINK, 0, len);
+	post(a, 3000 + seed, IBV_WR_RDMA_WRITE, 0, len, ns,
+	     IOVA_BASE + SINK, b->mr->ibv.rkey, 0);
+	expect_wc(a->scq, 3000 + seed, IBV_WC_RDMA_WRITE, len);
+	post_recv(b, 4000 + seed, SINK + (2u << 20) - 64, 64, 1);
+	post(a, 5000 + seed, IBV_WR_SEND, BUF_SIZE / 2 - 64, 0, 1, 0, 0, 0);
+	expect_wc(a->scq, 5000 + seed, IBV_WC_SEND, 0);
+	expect_wc(b->rcq, 4000 + seed, IBV_WC_RECV, 0);
+	check_sink(a, b, len);
+}
+
+static void test_write(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < NSIZES; i++)
+		write_one(&cli, &srv, sizes[i], 1 + i % XIW_MAX_SGE, i);
+	write_one(&srv, &cli, 70000, 3, 99);
+}
+
+static void read_one(struct side *a, struct side *b, uint32_t len, int ns,
+		     unsigned seed)
+{
+	fill(b->buf, len, seed);
+	memset(a->buf + SINK, 0, len);
+	post(a, 6000 + seed, IBV_WR_RDMA_READ, SINK, len, ns, IOVA_BASE,
+	     b->mr->ibv.rkey, 0);
+	expect_wc(a->scq, 6000 + seed, IBV_WC_RDMA_READ, len);
+	check_sink(b, a, len);
+}
+
+static void test_read(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < NSIZES; i++)
+		read_one(&cli, &srv, sizes[i], 1 + (i + 2) % XIW_MAX_SGE, i);
+	read_one(&srv, &cli, 123457, 5, 77);
+}
+
+/* Many WRs in flight: READs beyond ORD queue, SENDs and WRITEs mix in. */
+static void test_pipeline(void **state)
+{
+	enum { N = 64, LEN = 8192 };
+
+	(void)state;
+	fill(srv.buf, N * LEN, 7);
+	fill(cli.buf, N * LEN, 8);
+	for (int i = 0; i < N; i++)
+		post_recv(&srv, 100 + i, SINK + i * LEN, LEN, 2);
+	for (int i = 0; i < N; i++) {
+		post(&cli, 200 + i, IBV_WR_RDMA_READ, SINK + i * LEN, LEN, 1,
+		     IOVA_BASE + i * LEN, srv.mr->ibv.rkey, 0);
+		post(&cli, 300 + i, IBV_WR_SEND, i * LEN, LEN, 3, 0, 0, 0);
+		while (cli.qp->sq_head - cli.qp->sq_tail > 200)
+			usleep(100);	/* keep within the SQ */
+	}
+	for (int i = 0; i < N; i++) {	/* send CQEs in posting order */
+		expect_wc(cli.scq, 200 + i, IBV_WC_RDMA_READ, LEN);
+		expect_wc(cli.scq, 300 + i, IBV_WC_SEND, LEN);
+	}
+	for (int i = 0; i < N; i++)
+		expect_wc(srv.rcq, 100 + i, IBV_WC_RECV, LEN);
+	assert_memory_equal(cli.buf + SINK, srv.buf, N * LEN);
+	assert_memory_equal(srv.buf + SINK, cli.buf, N * LEN);
+}
+
+/* SENDs arrive before any receive is posted: reading pauses, resumes. */
+static void test_late_recv(void **state)
+{
+	enum { N = 8, LEN = 50000 };
+	struct ibv_wc wc;
+
+	(void)state;
+	fill(cli.buf, N * LEN, 3);
+	for (int i = 0; i < N; i++)
+		post(&cli, 700 + i, IBV_WR_SEND, i * LEN, LEN, 1, 0, 0, 0);
+	usleep(100 * 1000);
+	assert_int_equal(xiw_cq_poll(srv.rcq, 1, &wc), 0);
+	for (int i = 0; i < N; i++) {
+		post_recv(&srv, 800 + i, SINK + i * LEN, LEN, 1);
+		usleep(5000);
+	}
+	for (int i = 0; i < N; i++)
+		expect_wc(srv.rcq, 800 + i, IBV_WC_RECV, LEN);
+	for (int i = 0; i < N; i++)
+		expect_wc(cli.scq, 700 + i, IBV_WC_SEND, LEN);
+	assert_memory_equal(srv.buf + SINK, cli.buf, N * LEN);
+}
+
+/* Inline SEND and SEND with solicited event, unsignalled WRITE. */
+static void test_inline_se(void **state)
+{
+	struct ibv_sge sg = { (uintptr_t)cli.buf, 100, 0 };
+	struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_INLINE |
+						IBV_SEND_SIGNALED |
+						IBV_SEND_SOLICITED }, *bad;
+
+	(void)state;
+	fill(cli.buf, 100, 5);
+	post_recv(&srv, 10, SINK, 200, 1);
+	assert_int_equal(xiw_post_send(cli.qp, &wr, &bad), 0);
+	memset(cli.buf, 0, 100);	/* copied at post time */
+	expect_wc(cli.scq, 9, IBV_WC_SEND, 100);
+	expect_wc(srv.rcq, 10, IBV_WC_RECV, 100);
+	fill(cli.buf, 100, 5);
+	check_sink(&cli, &srv, 100);
+}
+
+/* WRITE to an invalid STag: the target sends TERMINATE; both sides end
+ * in ERROR with flushed receives and a DISCONNECTED event. */
+static void test_terminate(void **state)
+{
+	struct ibv_wc wc;
+	int n = 0;
+
+	(void)state;
+	post_recv(&srv, 51, SINK, 64, 1);
+	post_recv(&cli, 52, SINK, 64, 1);
+	post(&cli, 53, IBV_WR_RDMA_WRITE, 0, 512, 1, IOVA_BASE,
+	     srv.mr->ibv.rkey ^ 0x55, 0);
+	wait_for(&srv, &srv.disconnected, 1);
+	wait_for(&cli, &cli.disconnected, 1);
+	assert_int_equal(srv.disc_status, -EPROTO);	/* TERMINATE sent */
+	assert_int_equal(cli.disc_status, -EPROTO);	/* and received */
+	poll_wc(srv.rcq, &wc);
+	assert_int_equal(wc.wr_id, 51);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	poll_wc(cli.rcq, &wc);
+	assert_int_equal(wc.wr_id, 52);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	/* the WRITE itself: done when sent (success) or flushed */
+	while (xiw_cq_poll(cli.scq, 1, &wc) == 1) {
+		assert_int_equal(wc.wr_id, 53);
+		n++;
+	}
+	assert_true(n <= 1);
+	assert_int_equal(atomic_load(&cli.qp->state), IBV_QPS_ERR);
+	assert_int_equal(atomic_load(&srv.qp->state), IBV_QPS_ERR);
+}
+
+static int run_suite(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_send_recv, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pipeline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_recv, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inline_se, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_terminate, setup, teardown),
+	};
+	int ret;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (xiw_cm_listen((struct sockaddr *)&a, 16, on_event, &srv, &lst,
+			  &bound)) {
+		fprintf(stderr, "listen on 127.0.0.1 failed\n");
+		return 1;
+	}
+	ret = cmocka_run_group_tests(tests, NULL, NULL);
+	xiw_cm_listener_destroy(lst);
+	return ret;
+}
+
+static const char *const modes[][2] = {
+	{ "XIW_MPA_CRC=0", "XIW_MPA_MARKERS=0" },
+	{ "XIW_MPA_CRC=1", "XIW_MPA_MARKERS=0" },
+	{ "XIW_MPA_CRC=0", "XIW_MPA_MARKERS=1" },
+	{ "XIW_MPA_CRC=1", "XIW_MPA_MARKERS=1" },
+	{ "XIW_MPA_CRC=1", "XIW_MAX_FPDU=700" },
+	{ "XIW_MPA_VERSION=1", "XIW_MPA_MARKERS=1" },
+	{ "XIW_MPA_P2P=0", "XIW_MPA_CRC=1" },
+};
+
+int main(void)
+{
+	int failed = 0;
+
+	for (unsigned m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		pid_t pid;
+		int st;
+
+		printf("== mode %s %s\n", modes[m][0], modes[m][1]);
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0) {
+			putenv((char *)modes[m][0]);
+			putenv((char *)modes[m][1]);
+			_exit(run_suite() ? 1 : 0);
+		}
+		if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+		    WEXITSTATUS(st)) {
+			printf("== mode %s %s FAILED\n", modes[m][0], modes[m][1]);
+			failed++;
+		}
+	}
+	return failed ? 1 : 0;
+}
