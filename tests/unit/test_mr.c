@@ -187,7 +187,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_stag_lookup, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_pd_mismatch, setup, NULL),
+		cmocka_unit_test_setup_teardown(test_pd_mismatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_access_rights, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dereg_invalidates, setup,
