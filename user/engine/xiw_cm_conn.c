@@ -12,6 +12,8 @@
 
 static struct xiw_cm_conn *cm_conns;	/* live (not CS_DONE) connections */
 
+/** cm_conn_new() - a connection with one (live) reference, on the list.
+ *  Return: the conn, or NULL (out of memory). */
 struct xiw_cm_conn *cm_conn_new(bool active)
 {
 	struct xiw_cm_conn *c = calloc(1, sizeof(*c));
@@ -25,11 +27,14 @@ struct xiw_cm_conn *cm_conn_new(bool active)
 	return c;
 }
 
+/** cm_conn_get() - take a reference (any thread). */
 void cm_conn_get(struct xiw_cm_conn *c)
 {
 	__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
 }
 
+/** cm_conn_put() - drop a reference; the last one frees @c and its
+ *  listener reference (any thread). */
 void cm_conn_put(struct xiw_cm_conn *c)
 {
 	if (__atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL))
@@ -39,7 +44,8 @@ void cm_conn_put(struct xiw_cm_conn *c)
 	free(c);
 }
 
-/* The connection bound to @qp that has not raised its final event yet. */
+/** cm_conn_by_qp() - the connection bound to @qp that has not raised its
+ *  final event yet, or NULL. */
 struct xiw_cm_conn *cm_conn_by_qp(const struct xiw_qp *qp)
 {
 	for (struct xiw_cm_conn *c = cm_conns; c; c = c->next)
@@ -48,7 +54,8 @@ struct xiw_cm_conn *cm_conn_by_qp(const struct xiw_qp *qp)
 	return NULL;
 }
 
-/* A live connection of @l that is not orphaned yet. */
+/** cm_conn_of_listener() - a live connection of @l that is not orphaned
+ *  yet, or NULL. */
 struct xiw_cm_conn *cm_conn_of_listener(const struct cm_listener *l)
 {
 	for (struct xiw_cm_conn *c = cm_conns; c; c = c->next)
@@ -66,8 +73,8 @@ static void cm_unlink(struct xiw_cm_conn *c)
 		}
 }
 
-/*
- * End of the connection's life: off the list, timer off, llp closed (the
+/**
+ * cm_conn_finish() - end of the connection's life: off the list, timer off, llp closed (the
  * CM's own, or the QP's once it reported stream_closed), live ref dropped.
  */
 void cm_conn_finish(struct xiw_cm_conn *c)
@@ -169,7 +176,7 @@ void cm_emit(struct xiw_cm_conn *c, enum xiw_cm_event_type type, int status,
 	q->ev.private_data_len = (uint8_t)plen;
 	if (type == XIW_CM_CONNECT_REQUEST) {
 		q->lst = c->lst;
-		q->lst->refs++;
+		__atomic_add_fetch(&q->lst->refs, 1, __ATOMIC_RELAXED);
 		q->h = q->lst->h;
 		q->arg = q->lst->arg;
 	} else {
@@ -214,6 +221,7 @@ void cm_attached_fail(struct xiw_cm_conn *c, int err)
 	cm_conn_put(c);
 }
 
+/** cm_timer() - (re)arm @c's setup timer: @fn(@c) after XIW_CM_TIMEOUT_MS. */
 void cm_timer(struct xiw_cm_conn *c, void (*fn)(void *arg))
 {
 	xiw_progress_timer_arm(&c->timer, XIW_CM_TIMEOUT_MS, fn, c);

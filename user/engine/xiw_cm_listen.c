@@ -12,9 +12,10 @@
 #include "xiw_cm_int.h"
 #include "xiw_cm_mpa.h"
 
+/** cm_listener_put() - drop a listener reference; the last frees it. */
 void cm_listener_put(struct cm_listener *l)
 {
-	if (--l->refs)
+	if (__atomic_sub_fetch(&l->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	free(l);
 }
@@ -92,7 +93,7 @@ static void passive_new(void *arg, struct xiw_llp *l)
 	}
 	c->llp = l;
 	c->lst = lst;
-	lst->refs++;
+	__atomic_add_fetch(&lst->refs, 1, __ATOMIC_RELAXED);
 	c->state = CS_REQ_WAIT;
 	xiw_llp_addrs(l, &c->local, &c->peer);
 	cm_timer(c, passive_timeout);
