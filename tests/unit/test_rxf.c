@@ -374,6 +374,9 @@ static void test_split_crc_markers(void **state)
 }
 
 /* Feed a corrupted stream; expect @term after exactly @ndone FPDUs. */
+static const uint8_t *want_hdr;	/* run_bad: xiw_rx_term_hdr() result */
+static size_t want_hdr_len;
+
 static void run_bad(const struct stream *st, const uint8_t *buf, bool crc,
 		    bool markers, int term, int ndone)
 {
@@ -390,6 +393,12 @@ static void run_bad(const struct stream *st, const uint8_t *buf, bool crc,
 				 term);
 		assert_int_equal(s.ndone, ndone);
 		sink_check_guards(&s, st->total_payload);
+		if (want_hdr) {
+			uint8_t th[XIW_MAX_HDR_LEN];
+
+			assert_int_equal(xiw_rx_term_hdr(&rx, th), want_hdr_len);
+			assert_memory_equal(th, want_hdr, want_hdr_len);
+		}
 		/* dead afterwards */
 		assert_int_equal(xiw_rx_iov(&rx, iov, 4), -term);
 		assert_int_equal(xiw_rx_advance(&rx, 1), term);
@@ -411,7 +420,10 @@ static void test_bad_crc(void **state)
 		/* flip the first length-field-independent octet, then CRC */
 		memcpy(buf, st.buf, st.len);
 		buf[end - 1] ^= 0x01;		/* CRC octet */
+		want_hdr = st.buf + st.fpdu_off[i];
+		want_hdr_len = 2u + st.hdr[i].hdr_len;
 		run_bad(&st, buf, true, false, XIW_TERM_MPA_CRC, i);
+		want_hdr = NULL;
 		if (st.hdr[i].payload_len) {
 			memcpy(buf, st.buf, st.len);
 			buf[end - 4 - st.hdr[i].pad - 1] ^= 0x80; /* payload */
@@ -471,12 +483,15 @@ static void test_bad_len(void **state)
 		run_bad(&st, buf, false, false, XIW_TERM_MPA_BAD_LEN, i);
 		memcpy(buf, st.buf, st.len);
 		buf[off + 2] = (buf[off + 2] & ~3) | 2;	/* DDP version 2 */
+		want_hdr = buf + off;	/* the first 16 octets as received */
+		want_hdr_len = 16;
 		run_bad(&st, buf, false, false,
 			st.hdr[i].tagged ? XIW_TERM_DDP_T_BAD_VER :
 					   XIW_TERM_DDP_BAD_VER, i);
 		memcpy(buf, st.buf, st.len);
 		buf[off + 3] = (uint8_t)(buf[off + 3] & 0x3f); /* RDMAP v0 */
 		run_bad(&st, buf, false, false, XIW_TERM_BAD_RDMAP_VER, i);
+		want_hdr = NULL;
 	}
 	free(buf);
 	stream_free(&st);

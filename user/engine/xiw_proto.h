@@ -180,8 +180,11 @@ size_t xiw_term_encode(uint32_t term, const uint8_t *bad_hdr, size_t bad_len,
 /**
  * struct xiw_txf - per-connection transmit framing state.
  * @crc, @markers: negotiated: append CRC / insert markers (peer asked).
- * @stream_off: bytes of FPDU stream framed so far (marker positions are
- *              relative to the first byte after the MPA reply, RFC 5044 §5).
+ * @stream_off: bytes of FPDU stream framed so far, markers included. Marker
+ *              positions are relative to the first octet after the MPA frame
+ *              this side sent in this direction (its request or its reply);
+ *              a marker sits at every multiple of 512, the first at 0
+ *              (RFC 5044 §4.3; see xiwarp/wire/mpa.h). Start at 0.
  * @max_ulpdu: largest ULPDU to build (MSS-aligned by default).
  */
 struct xiw_txf {
@@ -261,7 +264,9 @@ struct xiw_rx {
 	void *arg;
 	bool crc, markers;
 	uint32_t max_ulpdu;
-	uint64_t stream_off;	/* FPDU-stream bytes consumed (marker math) */
+	uint64_t stream_off;	/* FPDU-stream bytes consumed incl. markers,
+				 * from the first octet after the peer's MPA
+				 * frame (marker math, as in struct xiw_txf) */
 	int state;		/* internal */
 	int error;		/* XIW_TERM(...) once failed, else 0 */
 	uint32_t crc_state;
@@ -269,6 +274,7 @@ struct xiw_rx {
 	uint32_t have;		/* bytes gathered in the current state */
 	uint32_t fpdu_start;	/* stream_off of the current FPDU (markers) */
 	uint32_t len_pos;	/* internal: stream_off of its length field */
+	uint32_t bad_len;	/* internal: header octets of a failed FPDU */
 	struct xiw_fpdu_hdr hdr;
 	uint8_t hbuf[XIW_MAX_HDR_LEN];
 	uint8_t tbuf[8];	/* pad + CRC */
@@ -302,5 +308,14 @@ int xiw_rx_iov(struct xiw_rx *rx, struct iovec *iov, int max);
  * dead afterwards (the engine sends TERMINATE and moves the QP to ERROR).
  */
 int xiw_rx_advance(struct xiw_rx *rx, size_t len);
+
+/**
+ * xiw_rx_term_hdr() - after a failure: the header octets (from the 2-byte
+ * MPA length on) of the FPDU that failed, for xiw_term_encode(): as
+ * received if the header itself was bad, else re-encoded from the decoded
+ * header (the raw octets may already be overwritten by the next FPDU's).
+ * Return: their count in @out (0 if none had arrived or no failure).
+ */
+size_t xiw_rx_term_hdr(const struct xiw_rx *rx, uint8_t out[XIW_MAX_HDR_LEN]);
 
 #endif /* XIW_PROTO_H */

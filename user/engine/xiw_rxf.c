@@ -45,12 +45,44 @@ struct rx_cur {
 	uint64_t pos;
 };
 
+#define RX_BAD_DECODED 0x80000000u	/* bad_len: re-encode rx->hdr */
+
+/* Header octets of the current FPDU received so far (see rx->bad_len). */
+static uint32_t rx_hdr_bytes(const struct xiw_rx *rx)
+{
+	switch (rx->state) {
+	case RX_HDR:
+	case RX_HDR_REST:
+		return rx->have;
+	case RX_PLACE:
+	case RX_PAYLOAD:
+	case RX_TRAILER:
+		return RX_BAD_DECODED;
+	}
+	return 0;
+}
+
 static int rx_fail(struct xiw_rx *rx, int term)
 {
-	if (!rx->error)
-		rx->error = term > 0 ? term : XIW_TERM_CATASTROPHIC;
+	if (rx->state == RX_ERROR)
+		return rx->error;
+	rx->error = term > 0 ? term : XIW_TERM_CATASTROPHIC;
+	rx->bad_len = rx_hdr_bytes(rx);
 	rx->state = RX_ERROR;
 	return rx->error;
+}
+
+/** xiw_rx_term_hdr() - see xiw_proto.h. */
+size_t xiw_rx_term_hdr(const struct xiw_rx *rx, uint8_t out[XIW_MAX_HDR_LEN])
+{
+	struct xiw_fpdu_hdr h = rx->hdr;
+
+	if (rx->state != RX_ERROR)
+		return 0;
+	if (rx->bad_len == RX_BAD_DECODED)
+		return xiw_hdr_encode(&h, out);
+	memcpy(out, rx->hbuf, rx->bad_len);
+	return rx->bad_len;
 }
 
 static uint32_t rx_trailer_len(const struct xiw_rx *rx)
