@@ -304,6 +304,33 @@ static void test_request_reject(void **state)
 	xiw_cm_listener_destroy(l);
 }
 
+static void test_ipv6_request(void **state)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct sockaddr_storage bound;
+	struct xiw_cm_listener *l;
+	struct fake_qp q = { 0 };
+	struct rec_ev *e;
+	int err;
+
+	(void)state;
+	err = xiw_cm_listen((struct sockaddr *)&a, 4, on_event, &srv, &l, &bound);
+	if (err == -EADDRNOTAVAIL || err == -EAFNOSUPPORT)
+		skip();				/* no IPv6 on this host */
+	assert_int_equal(err, 0);
+	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&q, NULL,
+					(struct sockaddr *)&bound, "v6", 2, 1, 1,
+					on_event, &cli), 0);
+	e = rec_wait(&srv, 0);
+	assert_int_equal(e->type, XIW_CM_CONNECT_REQUEST);
+	assert_memory_equal(e->pd, "v6", 2);
+	assert_int_equal(xiw_cm_reject(e->conn, NULL, 0), 0);
+	e = rec_wait(&cli, 0);
+	assert_int_equal(e->type, XIW_CM_REJECTED);
+	assert_int_equal(e->plen, 0);
+	xiw_cm_listener_destroy(l);
+}
+
 static void test_unreachable(void **state)
 {
 	struct sockaddr_storage bound;
@@ -502,6 +529,7 @@ int main(void)
 		cmocka_unit_test_setup(test_negotiate_v2, setup),
 		cmocka_unit_test_setup(test_negotiate_v1_and_bits, setup),
 		cmocka_unit_test_setup(test_request_reject, setup),
+		cmocka_unit_test_setup(test_ipv6_request, setup),
 		cmocka_unit_test_setup(test_unreachable, setup),
 		cmocka_unit_test_setup(test_garbage, setup),
 		cmocka_unit_test_setup(test_relisten, setup),
