@@ -105,10 +105,12 @@ $(LIB)/librdmacm.so.1: $(RDMACM_OBJS) user/verbs/librdmacm.map $(LIB)/libibverbs
 	  $(LIB)/libibverbs.so.1 $(LIB)/libxiwarp.so.1
 
 $(LIB)/libmlx5.so.1: $(OBJ)/user/verbs/stub_mlx5.o user/verbs/libmlx5.map
+	@mkdir -p $(dir $@)
 	$(CC) $(SHIM_LDFLAGS) -Wl,-soname,libmlx5.so.1 \
 	  -Wl,--version-script=user/verbs/libmlx5.map -o $@ $<
 
 $(LIB)/libefa.so.1: $(OBJ)/user/verbs/stub_efa.o user/verbs/libefa.map
+	@mkdir -p $(dir $@)
 	$(CC) $(SHIM_LDFLAGS) -Wl,-soname,libefa.so.1 \
 	  -Wl,--version-script=user/verbs/libefa.map -o $@ $<
 
