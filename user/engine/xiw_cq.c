@@ -141,9 +141,15 @@ int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc)
 {
 	int i = 0;
 
+	/* busy pollers of an empty CQ must not contend with the producer */
+	if (__atomic_load_n(&cq->head, __ATOMIC_ACQUIRE) ==
+	    __atomic_load_n(&cq->tail, __ATOMIC_RELAXED))
+		return 0;
 	pthread_mutex_lock(&cq->lock);
-	for (; i < n && cq->tail != cq->head; i++, cq->tail++)
+	for (; i < n && cq->tail != cq->head; i++) {
 		wc[i] = cq->ring[cq->tail & cq->mask];
+		__atomic_store_n(&cq->tail, cq->tail + 1, __ATOMIC_RELAXED);
+	}
 	pthread_mutex_unlock(&cq->lock);
 	return i;
 }
@@ -201,7 +207,7 @@ int xiw_cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited)
 		return -ENOSPC;
 	}
 	cq->ring[cq->head & cq->mask] = *wc;
-	cq->head++;
+	__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELEASE);
 	if (cq->armed == XIW_CQ_ARM_NEXT ||
 	    (cq->armed == XIW_CQ_ARM_SOL &&
 	     (solicited || wc->status != IBV_WC_SUCCESS))) {
