@@ -281,11 +281,14 @@ static void test_request_reject(void **state)
 	struct xiw_cm_listener *l = listen_lo(&bound);
 	struct fake_qp q = { 0 };
 	struct rec_ev *e;
+	char tmp[sizeof(pd)];
 
 	(void)state;
+	memcpy(tmp, pd, sizeof(pd));
 	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&q, NULL,
-					(struct sockaddr *)&bound, pd, sizeof(pd),
+					(struct sockaddr *)&bound, tmp, sizeof(tmp),
 					4, 8, on_event, &cli), 0);
+	memset(tmp, 'X', sizeof(tmp));	/* copied before connect returned */
 	e = rec_wait(&srv, 0);
 	assert_int_equal(e->type, XIW_CM_CONNECT_REQUEST);
 	assert_int_equal(e->plen, sizeof(pd));

@@ -33,8 +33,8 @@ static void active_writable(void *arg)
 	if (c->state != CS_TCP_CONNECTING)
 		return;
 	xiw_llp_addrs(c->llp, &c->local, &c->peer);
-	len = cm_encode(c, false);
-	err = len < 0 ? len : cm_send_frame(c, c->req_buf, len);
+	len = xiw_get_be16(c->req_buf + XIW_MPA_OFF_PDLEN) + XIW_MPA_HDR_LEN;
+	err = cm_send_frame(c, c->req_buf, len);
 	if (err) {
 		xiw_log(XIW_LOG_WARN, "CM: sending the MPA request failed: %s",
 			strerror(-err));
@@ -171,7 +171,10 @@ static void connect_on_progress(void *arg)
 	c->state = CS_TCP_CONNECTING;
 	memcpy(&c->peer, a->dst, xiw_ksock_sa_len(a->dst));
 	xiw_cm_mpa_request(&c->req, a->ird, a->ord, a->pdata, a->plen);
-	a->ret = connect_start(c, a);
+	/* encode now: the caller's private data need not outlive the call */
+	a->ret = cm_encode(c, false);
+	if (a->ret >= 0)
+		a->ret = connect_start(c, a);
 	if (a->ret) {
 		c->final = true;
 		cm_conn_finish(c);
@@ -182,6 +185,7 @@ static void connect_on_progress(void *arg)
  * xiw_cm_connect() - active open (see xiwarp.h). TCP connect, MPA request
  * (v2 unless XIW_MPA_VERSION=1), reply, xiw_qp_attach(), RTR in p2p mode,
  * then XIW_CM_ESTABLISHED carrying the responder's private data.
+ * @pdata is copied (encoded into the MPA request) before this returns.
  * Return: 0 if started; -EINVAL (no QP / bad address), -EAFNOSUPPORT,
  * -EISCONN (QP already connecting/connected), -ENOMEM, or -errno from
  * socket()/bind(). Network failures arrive as XIW_CM_UNREACHABLE.
