@@ -126,5 +126,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 	}
 	guard_check(&f);
+	{
+		uint8_t th[XIW_MAX_HDR_LEN], pl[XIW_MAX_HDR_LEN];
+		struct xiw_fpdu_hdr h = { 0 };
+		size_t n = xiw_rx_term_hdr(&rx, th);
+
+		if (n > XIW_MAX_HDR_LEN)
+			abort();
+		if (xiw_term_encode((uint32_t)rx.error, th, n, &h, pl,
+				    sizeof(pl)) != n)
+			abort();
+	}
 	return 0;
 }

@@ -173,6 +173,31 @@ static void test_payload_max(void **state)
 		assert_true(18 + p <= m);
 		assert_int_equal((2 + 18 + p) % 4, 0);
 	}
+	/* with markers the whole FPDU on the wire stays within the budget */
+	tx.markers = true;
+	tx.crc = true;
+	for (uint32_t m = 600; m < 9000; m += 13) {
+		struct iovec out[XIW_TXF_MAX_IOV], pl;
+		struct xiw_fpdu_hdr h = { .opcode = RDMAP_SEND };
+		size_t wire = 0;
+		int n;
+
+		tx.max_ulpdu = m;
+		for (uint64_t so = 0; so < 1024; so += 4) {
+			if (so % 512 > 0 && so % 512 < 4)
+				continue;
+			tx.stream_off = so;
+			h.payload_len = xiw_txf_payload_max(&tx, 20);
+			pl = (struct iovec){ payload, h.payload_len };
+			n = xiw_txf_build(&tx, &h, &pl, 1, &scr, out,
+					  XIW_TXF_MAX_IOV);
+			assert_true(n > 0);
+			wire = 0;
+			for (int k = 0; k < n; k++)
+				wire += out[k].iov_len;
+			assert_true(wire <= (size_t)m + 2 + 4);
+		}
+	}
 }
 
 int main(void)

@@ -152,10 +152,15 @@ int xiw_txf_build(struct xiw_txf *tx, struct xiw_fpdu_hdr *h,
 /** xiw_txf_payload_max() - see xiw_proto.h. */
 uint32_t xiw_txf_payload_max(const struct xiw_txf *tx, size_t hdr_len)
 {
+	uint32_t budget = tx->max_ulpdu, ulpdu, hdr;
+
+	/* markers take wire room too: keep the FPDU within the same size */
+	if (tx->markers)
+		budget -= XIW_MPA_MARKER_SIZE *
+			  ((budget + XIW_MPA_LEN_SIZE + XIW_MPA_CRC_SIZE) / MI + 1);
 	/* largest ULPDU with (2 + ULPDU) % 4 == 0, so no pad is needed */
-	uint32_t ulpdu = ((tx->max_ulpdu + XIW_MPA_LEN_SIZE) & ~3u) -
-			 XIW_MPA_LEN_SIZE;
-	uint32_t hdr = (uint32_t)hdr_len - XIW_MPA_LEN_SIZE;
+	ulpdu = ((budget + XIW_MPA_LEN_SIZE) & ~3u) - XIW_MPA_LEN_SIZE;
+	hdr = (uint32_t)hdr_len - XIW_MPA_LEN_SIZE;
 
 	return ulpdu > hdr ? ulpdu - hdr : 1;
 }
