@@ -98,8 +98,26 @@ static struct xcm_dev *xcm_dev_find(const char *name)
 	return NULL;
 }
 
+/*
+ * Loopback addresses belong to no RDMA device in the kernel: its CM
+ * (cma_bind_loopback) binds them to the first device with an active
+ * port. Do the same, so e.g. libfabric, which drops every device but the
+ * id's, still finds the host's NIC device for "localhost". xiw_lo is
+ * only the answer on a host with no other interface.
+ */
+static struct xcm_dev *xcm_dev_for_loopback(struct xcm_dev *lo)
+{
+	int i;
+
+	for (i = 0; i < xcm_ndevs; i++)
+		if (xcm_devs[i] != lo)
+			return xcm_devs[i];
+	return lo;
+}
+
 /**
- * xcm_dev_by_addr() - the opened device that owns local address @sa.
+ * xcm_dev_by_addr() - the opened device that owns local address @sa
+ * (for a loopback address: see xcm_dev_for_loopback).
  * Return: device, or NULL with errno ENODEV.
  */
 struct xcm_dev *xcm_dev_by_addr(const struct sockaddr *sa)
@@ -116,6 +134,8 @@ struct xcm_dev *xcm_dev_by_addr(const struct sockaddr *sa)
 	d = xcm_dev_find(xd->name);
 	if (!d && !xcm_dev_scan())
 		d = xcm_dev_find(xd->name);	/* interface appeared since */
+	if (d && !strcmp(xd->ifname, "lo"))
+		d = xcm_dev_for_loopback(d);
 	pthread_mutex_unlock(&xcm_dev_lock);
 	if (!d) {
 		xiw_log(XIW_LOG_INFO, XCM_PFX "no verbs device %s", xd->name);
