@@ -7,7 +7,8 @@
 # for it). rpcordma is disabled: its heuristic claims DDP payloads.
 #
 # Asserts: an MPA request and a reply, both with the CRC and marker flags;
-# at least MIN FPDUs, all decoded as iwarp_ddp_rdmap; every FPDU CRC
+# at least MIN FPDUs, all decoded as iwarp_ddp_rdmap; the RDMAP opcodes
+# rping uses (WRITE, READ request/response, SEND); every FPDU CRC
 # "Good CRC32", none "Bad CRC32"; markers present; no malformed frames and
 # no expert errors. Prints the counts. 77 = skip (no root / no tshark).
 # timeout: 300
@@ -123,6 +124,12 @@ check "every FPDU frame decodes as iwarp_ddp_rdmap ($ddp_frames/$fpdu_frames)" \
 	$((ddp_frames >= fpdu_frames && fpdu_frames > 0))
 check "every FPDU CRC good ($good good, $bad bad, $fpdus FPDUs)" \
 	$((bad == 0 && good >= fpdus && good > 0))
+# rping uses all four: WRITE 0x00, READ request 0x01 / response 0x02, SEND 0x03
+ops_seen=0
+for op in 0x00 0x01 0x02 0x03; do
+	case " $opcodes" in *" $op x"*) ops_seen=$((ops_seen + 1)) ;; esac
+done
+check "RDMAP WRITE, READ request/response and SEND all seen" $((ops_seen == 4))
 check "markers present ($marker_frames frames)" $((marker_frames > 0))
 check "no malformed frames ($malformed)" $((malformed == 0))
 check "no expert errors ($experr)" $((experr == 0))
