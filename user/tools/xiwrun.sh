@@ -32,13 +32,13 @@ Examples:
   $prog ib_write_bw -R 10.0.0.1                 # perftest client
   env XIW_MPA_CRC=1 XIW_LOG=debug $prog ibv_devinfo
 
-Knobs (environment, read by the engine):
-  XIW_MPA_CRC=0|1        require MPA CRC32C
-  XIW_MPA_MARKERS=0|1    request MPA markers
+Knobs (environment, read by the engine; give them to both sides):
+  XIW_MPA_CRC=0|1        require MPA CRC32C (default 0)
+  XIW_MPA_MARKERS=0|1    request MPA markers (default 0)
   XIW_MPA_VERSION=1|2    MPA revision to offer (default 2)
-  XIW_MPA_P2P=0|1        peer-to-peer (RTR) negotiation
-  XIW_MAX_FPDU=<bytes>   largest FPDU to send
-  XIW_LOG=error|warn|info|debug
+  XIW_MPA_P2P=0|1        peer-to-peer (RTR) negotiation (default 1)
+  XIW_MAX_FPDU=<bytes>   largest FPDU payload to send, 128..65535
+  XIW_LOG=error|warn|info|debug   engine log level (default warn)
 USAGE
 }
 
