@@ -236,8 +236,8 @@ static void test_term_encode(void **state)
 	assert_int_equal(h.opcode, RDMAP_TERMINATE);
 	assert_int_equal(h.msn, 1);
 	assert_int_equal(h.payload_len, bl);
-	/* layer 1, type 2, code 2, M|D|R */
-	assert_int_equal(h.term_ctrl, 0x12020000u | 0xe000);
+	/* layer 1, type 2, code 2, M|D (a SEND has no RDMA header) */
+	assert_int_equal(h.term_ctrl, 0x12020000u | 0xc000);
 	hl = xiw_hdr_encode(&h, hb);
 	assert_int_equal(hl, 24);
 	assert_int_equal(xiw_hdr_decode(hb, hl, MAXU, &d), 0);
@@ -246,6 +246,25 @@ static void test_term_encode(void **state)
 	assert_true(d.last);
 	assert_int_equal(d.term_ctrl, h.term_ctrl);
 	assert_int_equal(d.payload_len, bl);
+	/* a READ request: its 28-octet RDMA header too (R) */
+	bl = enc(1, 0, true, bad, &bh);
+	assert_int_equal(bl, 48);
+	n = xiw_term_encode(XIW_TERM_ACCESS, bad, bl, &h, pl, sizeof(pl));
+	assert_int_equal(n, 48);
+	assert_int_equal(h.term_ctrl, 0x01020000u | 0xe000);
+	/* partial headers are cut back: 30 octets of it -> length + DDP */
+	n = xiw_term_encode(XIW_TERM_ACCESS, bad, 30, &h, pl, sizeof(pl));
+	assert_int_equal(n, 20);
+	assert_int_equal(h.term_ctrl, 0x01020000u | 0xc000);
+	n = xiw_term_encode(XIW_TERM_ACCESS, bad, 19, &h, pl, sizeof(pl));
+	assert_int_equal(n, 2);
+	assert_int_equal(h.term_ctrl, 0x01020000u | 0x8000);
+	/* a tagged header: 2 + 14 */
+	bl = enc(0, 5, true, bad, &bh);
+	n = xiw_term_encode(XIW_TERM_BASE_BOUNDS, bad, bl, &h, pl, sizeof(pl));
+	assert_int_equal(n, 16);
+	assert_int_equal(h.term_ctrl, 0x01010000u | 0xc000);
+	h.msn = 0;
 	/* no header to copy (e.g. CRC error): only the control word */
 	h.msn = 7;
 	n = xiw_term_encode(XIW_TERM_MPA_CRC, NULL, 0, &h, pl, sizeof(pl));

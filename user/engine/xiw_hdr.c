@@ -182,27 +182,54 @@ int xiw_hdr_decode(const uint8_t *buf, size_t len, uint32_t max_ulpdu,
 	return 0;
 }
 
+/*
+ * RFC 5040 §4.8: how much of @bad to copy and which header-control bits
+ * announce it: M the 16-bit DDP segment length (our MPA ULPDU length),
+ * D a complete DDP header (14 tagged / 18 untagged octets), R the RDMA
+ * header that follows it, which only a READ request has (28 octets).
+ * Partial headers are cut back to what the bits describe.
+ */
+static size_t term_copy_len(const uint8_t *bad, size_t bad_len, uint32_t *ctrl)
+{
+	size_t ddp, len = 0;
+
+	if (bad_len < XIW_MPA_LEN_SIZE)
+		return 0;
+	*ctrl |= XIW_RDMAP_TERM_M;
+	len = XIW_MPA_LEN_SIZE;
+	if (bad_len <= OFF_DDP)
+		return len;
+	ddp = (bad[OFF_DDP] & XIW_DDP_T) ? XIW_DDP_TAGGED_HDR :
+					   XIW_DDP_UNTAGGED_HDR;
+	if (bad_len < XIW_MPA_LEN_SIZE + ddp)
+		return len;
+	*ctrl |= XIW_RDMAP_TERM_D;
+	len += ddp;
+	if (!(bad[OFF_DDP] & XIW_DDP_T) &&
+	    (bad[OFF(1)] & XIW_RDMAP_OPCODE_MASK) == RDMAP_READ_REQ &&
+	    bad_len >= len + XIW_RDMAP_READ_REQ_LEN) {
+		*ctrl |= XIW_RDMAP_TERM_R;
+		len += XIW_RDMAP_READ_REQ_LEN;
+	}
+	return len;
+}
+
 /** xiw_term_encode() - see xiw_proto.h (RFC 5040 §4.8). */
 size_t xiw_term_encode(uint32_t term, const uint8_t *bad_hdr, size_t bad_len,
 		       struct xiw_fpdu_hdr *h, uint8_t *payload, size_t cap)
 {
-	uint32_t msn = h->msn ? h->msn : 1;
+	uint32_t msn = h->msn ? h->msn : 1, flags = 0;
 	uint32_t ctrl = (uint32_t)XIW_TERM_LAYER(term) << 28 |
 			(uint32_t)XIW_TERM_ETYPE(term) << 24 |
 			(uint32_t)XIW_TERM_ECODE(term) << 16;
+	size_t len = bad_hdr ? term_copy_len(bad_hdr, bad_len, &flags) : 0;
 
-	if (!bad_hdr || bad_len > cap)
-		bad_len = 0;
-	if (bad_len > XIW_MAX_HDR_LEN)
-		bad_len = XIW_MAX_HDR_LEN;
-	if (bad_len >= XIW_MPA_LEN_SIZE)
-		ctrl |= XIW_RDMAP_TERM_M;
-	if (bad_len > XIW_MPA_LEN_SIZE)
-		ctrl |= XIW_RDMAP_TERM_D;
-	if (bad_len > XIW_MPA_LEN_SIZE + 2)
-		ctrl |= XIW_RDMAP_TERM_R;	/* RDMAP ctrl/fields copied */
-	if (bad_len)
-		memcpy(payload, bad_hdr, bad_len);
+	if (len > cap)
+		len = 0;
+	else
+		ctrl |= flags;
+	if (len)
+		memcpy(payload, bad_hdr, len);
 	memset(h, 0, sizeof(*h));
 	h->opcode = RDMAP_TERMINATE;
 	h->last = true;
@@ -210,8 +237,8 @@ size_t xiw_term_encode(uint32_t term, const uint8_t *bad_hdr, size_t bad_len,
 	h->msn = msn;
 	h->term_ctrl = ctrl;
 	h->hdr_len = XIW_DDP_UNTAGGED_HDR + XIW_RDMAP_TERM_CTRL_LEN;
-	h->payload_len = (uint32_t)bad_len;
-	h->ulpdu_len = (uint16_t)(h->hdr_len + bad_len);
+	h->payload_len = (uint32_t)len;
+	h->ulpdu_len = (uint16_t)(h->hdr_len + len);
 	h->pad = (uint8_t)xiw_mpa_pad(h->ulpdu_len);
-	return bad_len;
+	return len;
 }

@@ -159,15 +159,16 @@ int xiw_hdr_decode(const uint8_t *buf, size_t len, uint32_t max_ulpdu,
  * xiw_term_encode() - prepare a TERMINATE message (RFC 5040 §4.8).
  * @term:    XIW_TERM(...) code to report.
  * @bad_hdr, @bad_len: the offending FPDU's header as received, starting
- *           with its 2-byte MPA length (= DDP segment length), e.g. the
- *           first xiw_hdr_len() bytes; NULL/0 when there is none (then the
- *           M/D/R bits stay clear). At most XIW_MAX_HDR_LEN bytes are used.
+ *           with its 2-byte MPA length (= DDP segment length), e.g. from
+ *           xiw_rx_term_hdr(); NULL/0 when there is none. Copied: the
+ *           length (M bit), the DDP header if complete (D bit) and a READ
+ *           request's RDMA header if complete (R bit); at most 48 octets.
  * @h:       filled: opcode TERMINATE, untagged, QN 2, MO 0, L 1, term_ctrl
  *           and payload_len; h->msn is kept if non-zero, else set to 1.
  *           The 4-byte control word is part of the header (hdr_len 22).
  * @payload, @cap: receives the copied headers (the TERMINATE payload).
- * Return: payload length (<= XIW_MAX_HDR_LEN; 0 if @cap is too small for
- * @bad_len, in which case nothing is copied and M/D/R stay clear).
+ * Return: payload length (<= XIW_MAX_HDR_LEN; 0 if @cap is too small, in
+ * which case nothing is copied and M/D/R stay clear).
  * Send it with xiw_txf_build(tx, h, {payload, len}, ...).
  */
 size_t xiw_term_encode(uint32_t term, const uint8_t *bad_hdr, size_t bad_len,
