@@ -149,6 +149,10 @@ xc_perftest() {
 		if v=$(xiw_perftest_value "$XIW_PAIR_CLOG" "$kind"); then
 			[ "$kind" = bw ] && unit="MB/s" || unit="usec typical"
 			why="$v $unit"
+			# a stall, not a failure: flag it so it gets looked at
+			if [ "$kind" = lat ] && awk -v v="$v" 'BEGIN { exit !(v > 1000) }'; then
+				why="$why  (SLOW: typical latency above 1 ms)"
+			fi
 		else
 			rc=1
 			why="(no result line after the #bytes header in the client output)"
