@@ -350,15 +350,16 @@ static bool rx_marker_covered(const struct xiw_rx *rx)
 static int rx_marker_check(struct xiw_rx *rx)
 {
 	uint32_t mpos = (uint32_t)rx->stream_off - XIW_MPA_MARKER_SIZE;
-	uint16_t ptr = xiw_get_be16(rx_mslot(rx, mpos) + 2);
+	/* RFC 5044 §4.3: the 2 low bits of FPDUPTR are treated as zero */
+	uint16_t ptr = xiw_get_be16(rx_mslot(rx, mpos) + 2) & ~3u;
 
 	if (rx->state == RX_HDR && rx->have == 0) {
 		/* precedes the length field of the FPDU that follows */
 		rx->len_pos = (uint32_t)rx->stream_off;
 		return ptr == 0 ? 0 : rx_fail(rx, XIW_TERM_MPA_MARKER);
 	}
-	if (ptr == (uint16_t)(mpos - rx->len_pos) ||
-	    ptr == (uint16_t)(mpos - rx->fpdu_start))
+	if (ptr == ((uint16_t)(mpos - rx->len_pos) & ~3u) ||
+	    ptr == ((uint16_t)(mpos - rx->fpdu_start) & ~3u))
 		return 0;
 	return rx_fail(rx, XIW_TERM_MPA_MARKER);
 }
