@@ -24,6 +24,7 @@
 #include "xiw_proto.h"
 #include "xiw_conn.h"
 #include "llp.h"
+#include "xiw_progress.h"
 
 /* --------------------------------------------- RDMAP opcodes (RFC 5040 §4.3) */
 enum {
@@ -183,6 +184,7 @@ struct xiw_orqe {
 	struct ibv_sge sge[XIW_MAX_SGE];
 };
 
+#define XIW_TERM_FLUSH_MS 2000	/* max wait to get a TERMINATE out */
 #define XIW_ORQ_SIZE 64		/* >= XIW_MAX_ORD + 1 (RTR), power of two */
 #define XIW_IRQ_SIZE 64		/* >= XIW_MAX_IRD + 1, power of two */
 
@@ -292,7 +294,10 @@ struct xiw_qp {
 	struct xiw_cm_conn *conn;
 	struct xiw_conn_params params;
 	struct xiw_txf txf;
-	bool attached, closed_reported;
+	bool attached, closed_reported, ever_attached;
+	int end_err;			/* TERMINATE sent: report this */
+	bool term_waiting;		/* end the stream once it is out */
+	struct xiw_ptimer end_timer;	/* give up flushing it (progress) */
 	bool tx_hold, tx_wait_write, shutdown_pending, tx_dead;
 	int term;
 	uint8_t term_hdr[XIW_MAX_HDR_LEN];	/* offending FPDU header */

@@ -404,6 +404,9 @@ int xiw_qp_attach(struct xiw_qp *qp, struct xiw_cm_conn *conn,
 	qp->tx_hold = p->rtr != XIW_RTR_NONE && !p->initiator;
 	qp->rtr_wait = qp->tx_hold;
 	qp->attached = true;
+	qp->ever_attached = true;
+	qp->end_err = 0;
+	qp->term_waiting = false;
 	qp->closed_reported = false;
 	qp->tx_dead = qp->shutdown_pending = qp->tx_wait_write = false;
 	xiw_tx_reset(qp);
@@ -472,37 +475,6 @@ void xiw_qp_detach(struct xiw_qp *qp, bool abort)
 		xiw_cm_stream_closed(conn, -ECONNABORTED);
 }
 
-/**
- * xiw_qp_stream_end() - the stream ended (@err: 0 EOF, -errno RST/error,
- * -EPROTO TERMINATE): ERROR, flush, hand the llp back to the CM (no more
- * upcalls to the QP) and call xiw_cm_stream_closed() exactly once.
- * Progress thread, no QP lock held.
- */
-void xiw_qp_stream_end(struct xiw_qp *qp, int err)
-{
-	struct xiw_cm_conn *conn;
-	struct xiw_llp *l;
-
-	pthread_mutex_lock(&qp->tx_lock);
-	if (!qp->attached) {
-		pthread_mutex_unlock(&qp->tx_lock);
-		return;
-	}
-	xiw_qp_to_error(qp);
-	l = qp->llp;
-	conn = qp->conn;
-	qp->llp = NULL;
-	qp->conn = NULL;
-	qp->attached = false;
-	qp->closed_reported = true;
-	qp->rx_stop = true;
-	xiw_tx_reset(qp);
-	pthread_mutex_unlock(&qp->tx_lock);
-	xiw_llp_set_owner(l, &noop_cb, NULL);
-	if (conn)
-		xiw_cm_stream_closed(conn, err);
-}
-
 /*
  * Read and drop what the peer already sent (bounded), so closing the
  * socket sends FIN after our TERMINATE instead of a RST that could make
@@ -518,6 +490,49 @@ static void qp_drain_input(struct xiw_qp *qp, struct xiw_llp *l)
 		total += (size_t)n;
 }
 
+/**
+ * xiw_qp_stream_end() - the stream ended (@err: 0 EOF, -errno RST/error,
+ * -EPROTO TERMINATE): ERROR, flush, hand the llp back to the CM (no more
+ * upcalls to the QP) and call xiw_cm_stream_closed() exactly once.
+ * Progress thread, no QP lock held.
+ */
+void xiw_qp_stream_end(struct xiw_qp *qp, int err)
+{
+	struct xiw_cm_conn *conn;
+	struct xiw_llp *l;
+	bool termed;
+
+	xiw_progress_timer_cancel(&qp->end_timer);
+	pthread_mutex_lock(&qp->tx_lock);
+	if (!qp->attached) {
+		pthread_mutex_unlock(&qp->tx_lock);
+		return;
+	}
+	termed = qp->end_err != 0;
+	if (termed)
+		err = qp->end_err;
+	xiw_qp_to_error(qp);
+	l = qp->llp;
+	conn = qp->conn;
+	qp->llp = NULL;
+	qp->conn = NULL;
+	qp->attached = false;
+	qp->closed_reported = true;
+	qp->rx_stop = true;
+	xiw_tx_reset(qp);
+	pthread_mutex_unlock(&qp->tx_lock);
+	if (termed)
+		qp_drain_input(qp, l);
+	xiw_llp_set_owner(l, &noop_cb, NULL);
+	if (conn)
+		xiw_cm_stream_closed(conn, err);
+}
+
+static void qp_end_timeout(void *arg)
+{
+	xiw_qp_stream_end(arg, -EPROTO);
+}
+
 /* Keep the header of the FPDU that failed for the TERMINATE payload. */
 static void qp_term_hdr(struct xiw_qp *qp)
 {
@@ -531,16 +546,18 @@ static void qp_term_hdr(struct xiw_qp *qp)
 }
 
 /**
- * xiw_qp_fatal() - local protocol violation @term (XIW_TERM()): send
- * TERMINATE (RFC 5040 §5.4.2) after what is already framed, ERROR, flush,
- * FIN, then xiw_cm_stream_closed(conn, -EPROTO). Progress thread, no lock.
+ * xiw_qp_fatal() - local protocol violation @term (XIW_TERM()): ERROR,
+ * flush, send TERMINATE (RFC 5040 §5.4.2) after the FPDUs already framed,
+ * FIN, then xiw_cm_stream_closed(conn, -EPROTO) - at once if the socket
+ * took it all, else when writable() has sent it (at most
+ * XIW_TERM_FLUSH_MS later). Progress thread, no lock held.
  */
 void xiw_qp_fatal(struct xiw_qp *qp, int term)
 {
-	struct xiw_llp *l;
+	bool sent;
 
 	pthread_mutex_lock(&qp->tx_lock);
-	if (!qp->attached) {
+	if (!qp->attached || qp->end_err) {
 		pthread_mutex_unlock(&qp->tx_lock);
 		return;
 	}
@@ -550,12 +567,17 @@ void xiw_qp_fatal(struct xiw_qp *qp, int term)
 	xiw_qp_to_error(qp);
 	qp->term = term;
 	qp_term_hdr(qp);
+	qp->end_err = -EPROTO;
 	qp->shutdown_pending = true;
 	xiw_tx_push(qp);
-	l = qp->llp;
+	sent = !qp->shutdown_pending;	/* FIN went out after the TERMINATE */
+	qp->term_waiting = !sent;
 	pthread_mutex_unlock(&qp->tx_lock);
-	qp_drain_input(qp, l);
-	xiw_qp_stream_end(qp, -EPROTO);
+	if (sent)
+		xiw_qp_stream_end(qp, -EPROTO);
+	else	/* the rest follows from writable(); bounded wait */
+		xiw_progress_timer_arm(&qp->end_timer, XIW_TERM_FLUSH_MS,
+				       qp_end_timeout, qp);
 }
 
 /* ------------------------------------------------------- references --- */
@@ -627,6 +649,7 @@ static void qp_teardown_fn(void *arg)
 {
 	struct qp_teardown *t = arg;
 
+	xiw_progress_timer_cancel(&t->qp->end_timer);
 	xiw_qp_detach(t->qp, true);
 	pthread_mutex_lock(&t->lock);
 	t->done = true;
@@ -665,7 +688,7 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 	bool was_attached;
 
 	pthread_mutex_lock(&qp->tx_lock);
-	was_attached = qp->attached || qp->llp;
+	was_attached = qp->ever_attached;
 	pthread_mutex_unlock(&qp->tx_lock);
 	if (was_attached)
 		qp_teardown(qp);

@@ -238,6 +238,7 @@ static bool msg_rresp(struct xiw_qp *qp)
 				qp->ibv.qp_num, ret);
 			xiw_qp_to_error(qp);
 			qp->term = XIW_T_RDMAP_INV_STAG;
+			qp->end_err = -EPROTO;
 			qp->shutdown_pending = true;
 			xiw_qp_end_async(qp, -EPROTO);
 			return false;
@@ -538,6 +539,10 @@ void xiw_tx_push(struct xiw_qp *qp)
 	if (qp->shutdown_pending) {
 		qp->shutdown_pending = false;
 		xiw_llp_shutdown(qp->llp);
+		if (qp->end_err && qp->term_waiting) {	/* TERMINATE is out */
+			qp->term_waiting = false;
+			xiw_qp_end_async(qp, qp->end_err);
+		}
 	}
 }
 
