@@ -128,6 +128,28 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id,
 	return 0;
 }
 
+static const char *const xcm_state_names[] = {
+	[XCM_IDLE] = "idle",
+	[XCM_ADDR_RESOLVED] = "address resolved",
+	[XCM_ROUTE_RESOLVED] = "route resolved",
+	[XCM_LISTEN] = "listening",
+	[XCM_CONNECT] = "connecting",
+	[XCM_REQ_RECV] = "request received",
+	[XCM_ACCEPT] = "accepting",
+	[XCM_CONNECTED] = "connected",
+	[XCM_DISCONNECT] = "disconnecting",
+	[XCM_DISCONNECTED] = "disconnected",
+};
+
+/* An operation the id's state does not allow: EINVAL, as the kernel. */
+int xcm_bad_state(const struct xcm_id *x, const char *op)
+{
+	xiw_log(XIW_LOG_INFO, XCM_PFX "%s: not allowed on an id that is %s%s",
+		op, xcm_state_names[x->state],
+		x->bound && x->state == XCM_IDLE ? " (bound)" : "");
+	return xcm_err(EINVAL);
+}
+
 /* Queue a locally generated event (address/route resolution). */
 void xcm_post(struct xcm_id *x, enum rdma_cm_event_type type, int status)
 {

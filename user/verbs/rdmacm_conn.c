@@ -102,7 +102,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	if (!id)
 		return xcm_err(EINVAL);
 	if (x->state != XCM_ROUTE_RESOLVED)
-		return xcm_err(EINVAL);
+		return xcm_bad_state(x, "rdma_connect");
 	if (xcm_need_qp(id, "connect") ||
 	    xcm_depths(conn_param, XIW_MAX_IRD, XIW_MAX_ORD, &ird, &ord) ||
 	    xcm_pdata(x, conn_param, &plen))
@@ -156,14 +156,14 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	if (!id)
 		return xcm_err(EINVAL);
 	if (x->state != XCM_REQ_RECV)
-		return xcm_err(EINVAL);
+		return xcm_bad_state(x, "rdma_accept");
 	if (xcm_need_qp(id, "accept") ||
 	    xcm_depths(conn_param, x->resp_res, x->init_depth, &ird, &ord) ||
 	    xcm_pdata(x, conn_param, &plen))
 		return -1;
 	conn = xcm_take_conn(x, XCM_ACCEPT);
 	if (!conn)
-		return xcm_err(EINVAL);
+		return xcm_bad_state(x, "rdma_accept");
 	ret = xiw_cm_accept(conn, xiw_qp_from_ibv(id->qp), x->pdata, plen, ird, ord,
 			    xcm_engine_handler, (void *)(uintptr_t)x->handle);
 	if (ret) {
@@ -187,7 +187,7 @@ int rdma_reject(struct rdma_cm_id *id, const void *private_data,
 		return xcm_err(EINVAL);
 	conn = xcm_take_conn(x, XCM_DISCONNECTED);
 	if (!conn)
-		return xcm_err(EINVAL);
+		return xcm_bad_state(x, "rdma_reject");
 	if (plen)
 		memcpy(x->pdata, private_data, plen);
 	ret = xiw_cm_reject(conn, x->pdata, plen);
@@ -231,7 +231,7 @@ int rdma_disconnect(struct rdma_cm_id *id)
 	if (!id)
 		return xcm_err(EINVAL);
 	if (x->state == XCM_REQ_RECV || x->state == XCM_LISTEN)
-		return xcm_err(EINVAL);
+		return xcm_bad_state(x, "rdma_disconnect");
 	started = xcm_begin_disconnect(x) && id->qp;
 	if (started) {
 		ret = xiw_cm_disconnect(xiw_qp_from_ibv(id->qp));

@@ -156,6 +156,7 @@ struct xcm_id *xcm_lookup_conn(struct xiw_cm_conn *conn);
 void xcm_id_set_dev(struct xcm_id *x, struct xcm_dev *dev);
 int xcm_sync_complete(struct xcm_id *x);
 void xcm_post(struct xcm_id *x, enum rdma_cm_event_type type, int status);
+int xcm_bad_state(const struct xcm_id *x, const char *op);
 
 /* engine glue (rdmacm_cm.c) */
 void xcm_engine_handler(void *arg, const struct xiw_cm_event *ev);

@@ -75,7 +75,7 @@ int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	if (!id || !xcm_addrlen(addr))
 		return xcm_err(EINVAL);
 	if (x->state != XCM_IDLE || x->bound)
-		return xcm_err(EINVAL);
+		return xcm_bad_state(x, "rdma_bind_addr");
 	return xcm_bind(x, addr);
 }
 
@@ -100,7 +100,7 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 	if (x->state == XCM_LISTEN)
 		return 0;
 	if (x->state != XCM_IDLE)
-		return xcm_err(EINVAL);
+		return xcm_bad_state(x, "rdma_listen");
 	/* like the kernel: listening unbound means the IPv4 wildcard */
 	if (!x->bound && xcm_bind(x, (struct sockaddr *)&any))
 		return -1;
@@ -155,7 +155,7 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 	if (!id || !dlen || (src_addr && !xcm_addrlen(src_addr)))
 		return xcm_err(EINVAL);
 	if (x->state != XCM_IDLE)
-		return xcm_err(EINVAL);
+		return xcm_bad_state(x, "rdma_resolve_addr");
 	if (src_addr && !x->bound && xcm_bind(x, src_addr))
 		return -1;
 	memset(&id->route.addr.dst_storage, 0, sizeof(id->route.addr.dst_storage));
@@ -178,7 +178,7 @@ int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	if (!id)
 		return xcm_err(EINVAL);
 	if (x->state != XCM_ADDR_RESOLVED && x->state != XCM_ROUTE_RESOLVED)
-		return xcm_err(EINVAL);
+		return xcm_bad_state(x, "rdma_resolve_route");
 	x->state = XCM_ROUTE_RESOLVED;
 	xcm_post(x, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
 	return xcm_sync_complete(x);
