@@ -95,8 +95,8 @@ start_server() {
 hostile_case() {
 	local name=$1 vargs=$2 hargs=$3 ht=${4:-8} vl hl hrc vrc
 	want "$name" || return 0
-	vl=$LOGDIR/$name.victim.log
-	hl=$LOGDIR/$name.hostile.log
+	vl=$LOGDIR/${name//\//_}.victim.log
+	hl=$LOGDIR/${name//\//_}.hostile.log
 	# shellcheck disable=SC2086 # word splitting of the argument strings
 	if ! start_server "$vl" -t $((ht + 10)) $vargs; then
 		xiw_stop "$spid" 1 >/dev/null 2>&1
