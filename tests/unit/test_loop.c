@@ -389,6 +389,41 @@ static void test_inline_se(void **state)
 	check_sink(&cli, &srv, 100);
 }
 
+/* SEND with Invalidate: the receiver's STag dies, the WC says so. */
+static void test_send_inv(void **state)
+{
+	struct xiw_mr *extra = xiw_mr_reg(srv.pd, srv.buf, 4096, 0x5000,
+					  IBV_ACCESS_LOCAL_WRITE |
+					  IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_sge sg = { (uintptr_t)cli.buf, 32, cli.mr->ibv.lkey };
+	struct ibv_send_wr wr = { .wr_id = 61, .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_INV,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	(void)state;
+	assert_non_null(extra);
+	wr.invalidate_rkey = extra->ibv.rkey;
+	post_recv(&srv, 60, SINK, 64, 1);
+	assert_int_equal(xiw_post_send(cli.qp, &wr, &bad), 0);
+	expect_wc(cli.scq, 61, IBV_WC_SEND, 32);
+	poll_wc(srv.rcq, &wc);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 60);
+	assert_true(wc.wc_flags & IBV_WC_WITH_INV);
+	assert_int_equal(wc.invalidated_rkey, extra->ibv.rkey);
+	assert_int_equal(xiw_mr_check(extra->ibv.rkey, srv.pd, 0, 0x5000, 1,
+				      true, NULL), -ENOENT);
+	assert_int_equal(xiw_mr_dereg(extra), 0);
+	/* zero-length READ and WRITE complete like any other */
+	post(&cli, 62, IBV_WR_RDMA_READ, SINK, 0, 0, IOVA_BASE,
+	     srv.mr->ibv.rkey, 0);
+	expect_wc(cli.scq, 62, IBV_WC_RDMA_READ, 0);
+	post(&cli, 63, IBV_WR_RDMA_WRITE, 0, 0, 0, IOVA_BASE,
+	     srv.mr->ibv.rkey, 0);
+	expect_wc(cli.scq, 63, IBV_WC_RDMA_WRITE, 0);
+}
+
 /* WRITE to an invalid STag: the target sends TERMINATE; both sides end
  * in ERROR with flushed receives and a DISCONNECTED event. */
 static void test_terminate(void **state)
@@ -431,6 +466,7 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_pipeline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_late_recv, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inline_se, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_send_inv, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_terminate, setup, teardown),
 	};
 	int ret;
