@@ -250,6 +250,7 @@ struct xiw_rxstate {
 	bool have_rqe;
 	bool term_got, rtr_got;
 	uint32_t term_ctrl;
+	uint32_t tx_due;	/* READ requests/responses since the last push */
 	struct xiw_rqe rqe;
 	uint8_t discard[1024];
 };

@@ -414,6 +414,11 @@ int xiw_qp_attach(struct xiw_qp *qp, struct xiw_cm_conn *conn,
 	qp_set_state(qp, IBV_QPS_RTS);
 	pthread_mutex_unlock(&qp->tx_lock);
 
+	xiw_log(XIW_LOG_INFO,
+		"qp %u: attached: crc %d markers tx %d rx %d max_ulpdu %u ird %u ord %u rtr %d %s",
+		qp->ibv.qp_num, p->crc, p->markers_tx, p->markers_rx,
+		p->max_ulpdu, qp->ird, qp->ord, p->rtr,
+		p->initiator ? "active" : "passive");
 	xiw_llp_set_owner(llp, &qp_llp_cb, qp);
 	pthread_mutex_lock(&qp->tx_lock);
 	xiw_tx_push(qp);

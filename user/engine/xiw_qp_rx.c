@@ -334,7 +334,7 @@ static void rresp_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 		e->state = XIW_SQE_DONE;
 		xiw_qp_sq_retire(qp);
 	}
-	xiw_tx_push(qp);	/* ORD room for queued READs */
+	qp->rxs.tx_due++;	/* ORD room for queued READs */
 out:
 	pthread_mutex_unlock(&qp->tx_lock);
 }
@@ -352,7 +352,7 @@ static void rreq_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 			.src_stag = h->rd_src_stag, .src_to = h->rd_src_to,
 			.len = h->rd_size,
 		};
-		xiw_tx_push(qp);
+		qp->rxs.tx_due++;	/* respond after this receive burst */
 	}
 	pthread_mutex_unlock(&qp->tx_lock);
 }
@@ -458,6 +458,7 @@ void xiw_rx_reset(struct xiw_qp *qp)
 	r->mo = 0;
 	r->have_rqe = false;
 	r->term_got = r->rtr_got = false;
+	r->tx_due = 0;
 	qp->rx_stop = false;
 	/* accept any FPDU the 16-bit MPA length allows from the peer */
 	xiw_rx_init(&qp->rx, &xiw_rx_ops_qp, qp, qp->params.crc,
@@ -554,10 +555,24 @@ static bool rx_step(struct xiw_qp *qp, struct xiw_llp *l, bool final)
 	return true;
 }
 
+/*
+ * READ responses (and READs that waited for ORD room) are framed once per
+ * receive burst, so one sendmsg carries many of them.
+ */
+static void rx_flush_tx(struct xiw_qp *qp)
+{
+	qp->rxs.tx_due = 0;
+	pthread_mutex_lock(&qp->tx_lock);
+	xiw_tx_push(qp);
+	pthread_mutex_unlock(&qp->tx_lock);
+}
+
+#define XIW_RX_TX_BATCH 16	/* READs answered per sendmsg at most */
+
 /**
  * xiw_rx_readable() - llp readable upcall (progress thread): receive until
  * the socket is empty, the machine waits for a receive buffer, or the
- * stream ends.
+ * stream ends; then send the READ responses this burst made due.
  */
 void xiw_rx_readable(void *arg)
 {
@@ -573,7 +588,11 @@ void xiw_rx_readable(void *arg)
 		} else if (!rx_step(qp, l, false)) {
 			break;
 		}
+		if (qp->rxs.tx_due >= XIW_RX_TX_BATCH)
+			rx_flush_tx(qp);
 	}
+	if (qp->rxs.tx_due && !qp->rx_stop)
+		rx_flush_tx(qp);
 }
 
 /**
