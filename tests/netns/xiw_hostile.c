@@ -156,11 +156,16 @@ struct conn {
 	uint16_t ird, ord;	/* the victim's, from its v2 reply */
 	int rtr;		/* RTR the victim chose: 0 none, 1 write, 2 read */
 	uint32_t msn[3];	/* next MSN per untagged queue (start at 1) */
+	/* headers of the FPDUs we sent, to check the one a TERMINATE names */
+	struct sent { uint8_t hdr[UNTAGGED_HDR + READ_REQ_HDR]; uint16_t ulen; } sent[64];
+	unsigned nsent;
 };
 
 /* What came back from the victim. */
 struct seen {
 	bool term, eof, desync, bad_crc, reset;
+	bool named_ok;		/* the header a TERMINATE quotes is one we sent */
+	bool named;		/* it quoted one at all (D bit) */
 	uint8_t layer, etype, ecode, flags;
 	unsigned fpdus, read_resp;
 	uint64_t read_bytes;
@@ -290,10 +295,15 @@ static size_t put_read_req(uint8_t *p, struct conn *c, uint32_t src_stag,
  * bad-len cases lie). @crc_xor flips CRC bits (bad-crc case).
  * Return: bytes in @out, which must hold 2 + ulpdu + 3 + 4.
  */
-static size_t frame(uint8_t *out, const struct conn *c, const uint8_t *ulpdu,
+static size_t frame(uint8_t *out, struct conn *c, const uint8_t *ulpdu,
 		    size_t ulen, long claim, uint32_t crc_xor)
 {
 	size_t n = 2 + ulen;
+	struct sent *sn = &c->sent[c->nsent++ % 64];
+
+	sn->ulen = (uint16_t)(claim < 0 ? (long)ulen : claim);
+	memset(sn->hdr, 0, sizeof(sn->hdr));
+	memcpy(sn->hdr, ulpdu, ulen < sizeof(sn->hdr) ? ulen : sizeof(sn->hdr));
 
 	be16(out, (uint16_t)(claim < 0 ? (long)ulen : claim));
 	memcpy(out + 2, ulpdu, ulen);
@@ -680,7 +690,43 @@ static const char *layer_name(int l)
 
 /* RFC 5040 §4.8: after the untagged header, the Terminate Control word:
  * Layer(4) EType(4) ErrorCode(8) M D R Reserved(13). */
-static void note_terminate(struct seen *s, const uint8_t *u, size_t ulen)
+/* RFC 5040 §4.8: after the control word, the DDP segment length (M),
+ * the terminated DDP header (D) and the READ request's RDMA header (R).
+ * Check that they quote a segment we really sent. */
+static void check_quoted(const struct conn *c, struct seen *s, const uint8_t *q,
+			 size_t qlen, uint8_t mdr)
+{
+	size_t off = 0, hl;
+	uint16_t seglen = 0;
+
+	if (mdr & 4) {
+		if (qlen < 2)
+			return;
+		seglen = rd16(q);
+		off = 2;
+	}
+	if (!(mdr & 2) || qlen < off + 2)
+		return;
+	s->named = true;
+	hl = (q[off] & DDP_T) ? TAGGED_HDR : UNTAGGED_HDR;
+	if (mdr & 1)
+		hl += READ_REQ_HDR;
+	if (qlen < off + hl)
+		return;
+	for (unsigned i = 0; i < c->nsent && i < 64; i++) {
+		const struct sent *sn = &c->sent[i];
+
+		if (!memcmp(sn->hdr, q + off, hl) && (!(mdr & 4) || seglen == sn->ulen)) {
+			s->named_ok = true;
+			printf("  quotes our FPDU #%u (ULPDU length %u)\n", i + 1, sn->ulen);
+			return;
+		}
+	}
+	printf("  quotes a header we never sent (segment length %u)\n", seglen);
+}
+
+static void note_terminate(const struct conn *c, struct seen *s, const uint8_t *u,
+			   size_t ulen)
 {
 	const uint8_t *t = u + UNTAGGED_HDR;
 
@@ -693,6 +739,7 @@ static void note_terminate(struct seen *s, const uint8_t *u, size_t ulen)
 	s->etype = t[0] & 0xf;
 	s->ecode = t[1];
 	s->flags = t[2] >> 5;
+	check_quoted(c, s, t + 4, ulen - UNTAGGED_HDR - 4, s->flags);
 	printf("TERMINATE: layer %u (%s) etype %u ecode 0x%02x M%d D%d R%d; qn %u msn %u, %zu bytes follow\n",
 	       s->layer, layer_name(s->layer), s->etype, s->ecode,
 	       !!(t[2] & 0x80), !!(t[2] & 0x40), !!(t[2] & 0x20),
@@ -743,7 +790,7 @@ static int read_fpdu(struct conn *c, struct seen *s, double deadline,
 		s->read_resp++;
 		s->read_bytes += ulen - TAGGED_HDR;
 	} else if (op == OP_TERMINATE && !tagged) {
-		note_terminate(s, buf + 2, ulen);
+		note_terminate(c, s, buf + 2, ulen);
 	}
 	return 0;
 }
@@ -805,6 +852,8 @@ static int verdict(const struct hcase *k, const struct seen *s,
 	if (!code_ok(k, s))
 		return printf("FAIL %s: TERMINATE %u/%u/0x%02x, want %s\n", k->name,
 			      s->layer, s->etype, s->ecode, k->why), 1;
+	if (!k->any_term && s->named && !s->named_ok)
+		return printf("FAIL %s: TERMINATE quotes a segment we did not send\n", k->name), 1;
 	if (o->require_close && !s->eof)
 		return printf("FAIL %s: TERMINATE ok but the victim kept the connection open\n",
 			      k->name), 1;
