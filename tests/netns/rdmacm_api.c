@@ -8,7 +8,8 @@
  * info, a pollable channel that honours O_NONBLOCK, port 0 binding,
  * async connect/accept with private data both ways, IRD/ORD in the
  * request, reject with private data, a connect nobody listens to,
- * disconnect events on both sides, and the synchronous endpoint API
+ * disconnect events on both sides, destroying a listener with a queued
+ * request, rdma_destroy_id waiting for acks, and the synchronous endpoint API
  * (rdma_create_ep / rdma_get_request) as rdma_server/rdma_client use it.
  * Every wait is bounded (5 s). Prints "ok"/"not ok" lines; exit 0 = all
  * passed.
@@ -350,6 +351,74 @@ static void test_async(void)
 	rdma_destroy_event_channel(s.ch);
 }
 
+/* ------------------------------------------- destroy and event life */
+
+struct acker {
+	struct rdma_cm_event *ev;
+	int acked;
+};
+
+static void *ack_later(void *arg)
+{
+	struct acker *a = arg;
+
+	usleep(200 * 1000);
+	a->acked = 1;
+	rdma_ack_cm_event(a->ev);
+	return NULL;
+}
+
+/*
+ * A listener destroyed with a request still queued must not hang and must
+ * let the client know; rdma_destroy_id must wait for the ack of an event
+ * the application holds (real librdmacm semantics).
+ */
+static void test_destroy(void)
+{
+	struct side c = { 0 }, s = { 0 };
+	struct rdma_cm_event *ev;
+	struct pollfd p;
+	struct acker a = { 0 };
+	pthread_t t;
+	int port;
+
+	c.ch = rdma_create_event_channel();
+	s.ch = rdma_create_event_channel();
+	if (!CHECK(c.ch && s.ch, "channels"))
+		return;
+	port = server_listen(&s);
+	if (port <= 0 || client_resolve(&c, port) || client_connect(&c, "late"))
+		goto out;
+	p.fd = s.ch->fd;
+	p.events = POLLIN;
+	CHECK(poll(&p, 1, WAIT_MS) == 1, "request queued on the listener");
+	CHECK(!rdma_destroy_id(s.id), "destroy listener with a queued request");
+	s.id = NULL;
+	ev = next_event(c.ch);
+	CHECK(ev && ev->event != RDMA_CM_EVENT_ESTABLISHED,
+	      "client told (%s)", ev ? rdma_event_str(ev->event) : "nothing");
+	if (!ev)
+		goto out;
+	/* hold that event, destroy the id from here, ack from a thread */
+	a.ev = ev;
+	if (pthread_create(&t, NULL, ack_later, &a))
+		goto out;
+	rdma_destroy_qp(c.id);
+	CHECK(!rdma_destroy_id(c.id) && a.acked,
+	      "rdma_destroy_id waits for the ack");
+	c.id = NULL;
+	pthread_join(t, NULL);
+out:
+	if (c.id) {
+		rdma_destroy_qp(c.id);
+		rdma_destroy_id(c.id);
+	}
+	if (s.id)
+		rdma_destroy_id(s.id);
+	rdma_destroy_event_channel(c.ch);
+	rdma_destroy_event_channel(s.ch);
+}
+
 /* ---------------------------------------------- synchronous endpoints */
 
 static char ep_port[8];
@@ -460,6 +529,7 @@ int main(int argc, char **argv)
 	test_strings();
 	test_channel();
 	test_async();
+	test_destroy();
 	test_ep();
 	printf("%s: %d failure(s)\n", argv[0], failures);
 	return failures ? 1 : 0;
