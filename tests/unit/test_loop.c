@@ -88,6 +88,24 @@ static void wait_for(struct side *s, int *field, int want)
 		fail_msg("%s: event wait timed out", s->name);
 }
 
+static struct xiw_cm_conn *wait_pending(struct side *s)
+{
+	struct xiw_cm_conn *c;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 10;
+	pthread_mutex_lock(&s->lock);
+	while (!s->pending &&
+	       pthread_cond_timedwait(&s->cond, &s->lock, &ts) != ETIMEDOUT)
+		;
+	c = s->pending;
+	pthread_mutex_unlock(&s->lock);
+	if (!c)
+		fail_msg("no CONNECT_REQUEST");
+	return c;
+}
+
 static void side_init(struct side *s)
 {
 	struct ibv_qp_init_attr a = {
@@ -137,11 +155,8 @@ static int setup(void **state)
 	side_init(&cli);
 	assert_int_equal(xiw_cm_connect(cli.qp, NULL, (struct sockaddr *)&bound,
 					"hi", 2, 8, 8, on_event, &cli), 0);
-	while (!srv.pending && !srv.failed)
-		wait_for(&srv, (int *)&srv.failed, 0), usleep(1000);
-	assert_non_null(srv.pending);
-	assert_int_equal(xiw_cm_accept(srv.pending, srv.qp, NULL, 0, 8, 8,
-				       on_event, &srv), 0);
+	assert_int_equal(xiw_cm_accept(wait_pending(&srv), srv.qp, NULL, 0, 8,
+				       8, on_event, &srv), 0);
 	wait_for(&srv, &srv.established, 1);
 	wait_for(&cli, &cli.established, 1);
 	return 0;
@@ -332,9 +347,7 @@ static void test_pipeline(void **state)
 		post(&cli, 200 + i, IBV_WR_RDMA_READ, SINK + i * LEN, LEN, 1,
 		     IOVA_BASE + i * LEN, srv.mr->ibv.rkey, 0);
 		post(&cli, 300 + i, IBV_WR_SEND, i * LEN, LEN, 3, 0, 0, 0);
-		while (cli.qp->sq_head - cli.qp->sq_tail > 200)
-			usleep(100);	/* keep within the SQ */
-	}
+	}	/* 2 * N WRs fit the SQ (256) */
 	for (int i = 0; i < N; i++) {	/* send CQEs in posting order */
 		expect_wc(cli.scq, 200 + i, IBV_WC_RDMA_READ, LEN);
 		expect_wc(cli.scq, 300 + i, IBV_WC_SEND, LEN);
