@@ -163,7 +163,9 @@ kill_case() {
 		result "$name" 1 "server did not listen" "$sl"
 		return 0
 	fi
-	xiw_bg B "$VICTIM" -c -a "$XIW_IP_A" -p "$port" -t 60 --op stream -m 64K -d 64 >"$cl" 2>&1
+	# 512 x 256 KiB in flight: more than both TCP buffers can hold, so
+	# some WRs are surely still queued when the peer dies and must flush.
+	xiw_bg B "$VICTIM" -c -a "$XIW_IP_A" -p "$port" -t 60 --op stream -m 256K -d 512 >"$cl" 2>&1
 	cpid=$XIW_LAST_PID
 	if ! wait_streaming "$cl" "$cpid"; then
 		xiw_stop "$cpid" 1 >/dev/null 2>&1

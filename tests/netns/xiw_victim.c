@@ -78,6 +78,8 @@ struct victim {
 	unsigned recv_out, send_out;	/* posted, not yet completed */
 	unsigned wc_ok, wc_flush, wc_err, recv_ok, hello_ok, write_ok;
 	unsigned probe_bad;		/* the op's own WR ended non-success */
+	unsigned probe_status;		/* ... with this status */
+	unsigned send_flush, ok_after_disc, out_at_disc;
 	unsigned long posted;
 	bool post_failed, streaming_said;
 	int qp_state;
@@ -289,6 +291,8 @@ static void on_cm_event(struct victim *v, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		v->disconnected = true;
+		v->out_at_disc = v->send_out;
+		say("at DISCONNECTED: %u send WRs outstanding\n", v->send_out);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
@@ -345,6 +349,7 @@ static void on_wc(struct victim *v, const struct ibv_wc *wc)
 		v->send_out--;
 	if (wc->status == IBV_WC_SUCCESS) {
 		v->wc_ok++;
+		v->ok_after_disc += v->disconnected && !recv;
 		if (recv)
 			on_recv_ok(v, wc);
 		else if (wc->opcode == IBV_WC_RDMA_WRITE)
@@ -359,8 +364,11 @@ static void on_wc(struct victim *v, const struct ibv_wc *wc)
 		v->wc_flush++;
 	else
 		v->wc_err++;
-	if (wc->wr_id & WR_PROBE)
+	v->send_flush += !recv;
+	if (wc->wr_id & WR_PROBE) {
 		v->probe_bad++;
+		v->probe_status = wc->status;
+	}
 	if (v->wc_flush + v->wc_err <= 8 || (wc->wr_id & WR_PROBE))
 		say("wc: %s (%d) %s wr_id 0x%llx vendor_err %u\n",
 		    ibv_wc_status_str(wc->status), wc->status, recv ? "recv" : "send",
@@ -564,8 +572,17 @@ static int verdict(struct victim *v)
 	}
 	if (srv && v->o.mr_untouched)
 		f += check(mr_changed(v, false) == 0, "no byte of the MR placed");
-	if (!srv && v->o.op == OP_STREAM)
+	if (!srv && v->o.op == OP_STREAM) {
+		say("  send WRs: %u outstanding at DISCONNECTED, then %u succeeded, %u flushed/failed\n",
+		    v->out_at_disc, v->ok_after_disc, v->send_flush);
 		f += check(v->write_ok > 0, "WRITEs were flowing before the peer died");
+		f += check(v->send_flush > 0, "outstanding send WRs flushed");
+	}
+	if (!srv && (v->o.op == OP_READ || v->o.op == OP_READ_OOB) && v->probe_bad)
+		say("  note: the refused READ completed with '%s'%s\n",
+		    ibv_wc_status_str(v->probe_status),
+		    v->probe_status == IBV_WC_WR_FLUSH_ERR ?
+		    " (a remote access/operation error status would tell the application why)" : "");
 	if (!srv && v->o.op != OP_STREAM)
 		f += check(v->probe_bad > 0, "the bad operation (or the READ behind it) did not succeed");
 	say("RESULT: %s\n", f ? "FAIL" : "PASS");
