@@ -81,7 +81,9 @@ static void xcm_state_on_event(struct xcm_id *x, enum rdma_cm_event_type t)
 {
 	switch (t) {
 	case RDMA_CM_EVENT_ESTABLISHED:
-		x->state = XCM_CONNECTED;
+		/* not if rdma_disconnect came first: it stays closing */
+		if (x->state == XCM_CONNECT || x->state == XCM_ACCEPT)
+			x->state = XCM_CONNECTED;
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 		x->disc_queued = 1;
