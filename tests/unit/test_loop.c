@@ -437,6 +437,41 @@ static void test_send_inv(void **state)
 	expect_wc(cli.scq, 63, IBV_WC_RDMA_WRITE, 0);
 }
 
+/* WRITE_WITH_IMM: WRITE + RFC 7306 Immediate Data into the peer's RQ. */
+static void test_write_imm(void **state)
+{
+	struct ibv_sge sg = { (uintptr_t)cli.buf, 5000, cli.mr->ibv.lkey };
+	struct ibv_send_wr wr = { .wr_id = 71, .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .imm_data = htonl(0x12345678) }, *bad;
+	struct ibv_wc wc;
+
+	(void)state;
+	wr.wr.rdma.remote_addr = IOVA_BASE + SINK;
+	wr.wr.rdma.rkey = srv.mr->ibv.rkey;
+	fill(cli.buf, 5000, 71);
+	memset(srv.buf + SINK, 0, 5000);
+	post_recv(&srv, 70, SINK + 8192, 64, 1);
+	for (int i = 0; i < 2; i++) {	/* twice: MSNs keep counting */
+		wr.wr_id = 71 + i;
+		assert_int_equal(xiw_post_send(cli.qp, &wr, &bad), 0);
+		expect_wc(cli.scq, 71 + i, IBV_WC_RDMA_WRITE, 5000);
+		if (i == 0)
+			post_recv(&srv, 72, SINK + 8192, 64, 1);
+	}
+	for (int i = 0; i < 2; i++) {
+		poll_wc(srv.rcq, &wc);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, 70 + 2 * i);
+		assert_int_equal(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+		assert_true(wc.wc_flags & IBV_WC_WITH_IMM);
+		assert_int_equal(ntohl(wc.imm_data), 0x12345678);
+	}
+	check_sink(&cli, &srv, 5000);
+	send_one(&cli, &srv, 100, 1, 1, 73);	/* SENDs still in sequence */
+}
+
 /* WRITE to an invalid STag: the target sends TERMINATE; both sides end
  * in ERROR with flushed receives and a DISCONNECTED event. */
 static void test_terminate(void **state)
@@ -480,6 +515,7 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_late_recv, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inline_se, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_send_inv, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_imm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_terminate, setup, teardown),
 	};
 	int ret;

@@ -195,7 +195,7 @@ static void test_post_rules(void **state)
 	assert_int_equal(xiw_post_send(f->qp, &wr, &bad), -EINVAL);	/* inline */
 	sge[0].length = 16;
 	wr.send_flags = 0;
-	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.opcode = IBV_WR_SEND_WITH_IMM;	/* no such iWARP message */
 	assert_int_equal(xiw_post_send(f->qp, &wr, &bad), -EINVAL);
 	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
 	assert_int_equal(xiw_post_send(f->qp, &wr, &bad), -EINVAL);

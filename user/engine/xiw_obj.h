@@ -36,7 +36,11 @@ enum {
 	XIW_OP_SEND_SE = 5,
 	XIW_OP_SEND_SE_INV = 6,
 	XIW_OP_TERMINATE = 7,
+	XIW_OP_IMM = 8,		/* RFC 7306 §6: Immediate Data */
+	XIW_OP_IMM_SE = 9,	/* ... with Solicited Event */
 };
+
+#define XIW_IMM_LEN 8		/* RFC 7306: immediate data octets */
 
 /* DDP untagged queue numbers (RFC 5040 §5.1) */
 enum { XIW_QN_SEND = 0, XIW_QN_READ_REQ = 1, XIW_QN_TERM = 2 };
@@ -152,6 +156,7 @@ struct xiw_sqe {
 	uint32_t rkey;
 	uint32_t inv_stag;
 	uint8_t state;
+	uint8_t imm[XIW_IMM_LEN];	/* WRITE_WITH_IMM: imm_data, 0 pad */
 	struct ibv_sge sge[XIW_MAX_SGE];
 };
 
@@ -251,6 +256,7 @@ struct xiw_rxstate {
 	bool term_got, rtr_got;
 	uint32_t term_ctrl;
 	uint32_t tx_due;	/* READ requests/responses since the last push */
+	uint8_t imm[XIW_IMM_LEN];	/* Immediate Data being received */
 	struct xiw_rqe rqe;
 	uint8_t discard[1024];
 };

@@ -125,6 +125,7 @@ static enum ibv_wc_opcode wc_opcode(uint32_t wr_opcode)
 {
 	switch (wr_opcode) {
 	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		return IBV_WC_RDMA_WRITE;
 	case IBV_WR_RDMA_READ:
 		return IBV_WC_RDMA_READ;

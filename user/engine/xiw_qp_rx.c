@@ -203,9 +203,12 @@ out:
 	return ret;
 }
 
-/* SEND*: the RQ head WR, in MSN order, at the message offset (RFC 5041 §5). */
-static int place_send(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
-		      struct iovec *dst, int *ndst)
+/*
+ * QN 0 message (SEND*, Immediate Data): MSN and MO in sequence, and the RQ
+ * head WR taken at its first FPDU (RFC 5041 §5). Return: 0, -EAGAIN (no
+ * receive posted yet) or XIW_TERM().
+ */
+static int untagged_take(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 {
 	struct xiw_rxstate *r = &qp->rxs;
 
@@ -213,17 +216,29 @@ static int place_send(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
 		return XIW_T_DDP_MSN_RANGE;
 	if (h->mo != r->mo)
 		return XIW_T_DDP_INV_MO;
-	if (!r->have_rqe) {
-		pthread_mutex_lock(&qp->rq_lock);
-		if (qp->rq_tail == qp->rq_head) {
-			qp->rx_need_rqe = true;
-			pthread_mutex_unlock(&qp->rq_lock);
-			return -EAGAIN;
-		}
-		r->rqe = qp->rq[qp->rq_tail & qp->rq_mask];
-		r->have_rqe = true;
+	if (r->have_rqe)
+		return 0;
+	pthread_mutex_lock(&qp->rq_lock);
+	if (qp->rq_tail == qp->rq_head) {
+		qp->rx_need_rqe = true;
 		pthread_mutex_unlock(&qp->rq_lock);
+		return -EAGAIN;
 	}
+	r->rqe = qp->rq[qp->rq_tail & qp->rq_mask];
+	r->have_rqe = true;
+	pthread_mutex_unlock(&qp->rq_lock);
+	return 0;
+}
+
+/* SEND*: into the RQ head WR's SGEs at the message offset. */
+static int place_send(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
+		      struct iovec *dst, int *ndst)
+{
+	struct xiw_rxstate *r = &qp->rxs;
+	int ret = untagged_take(qp, h);
+
+	if (ret)
+		return ret;
 	if (h->payload_len > r->rqe.len - r->mo)
 		return XIW_T_DDP_TOO_LONG;
 	*ndst = sge_map(r->rqe.sge, r->rqe.num_sge, r->mo, h->payload_len, dst);
@@ -273,6 +288,31 @@ static int place_discard(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
 	return 0;
 }
 
+/* Immediate Data (RFC 7306 §6): 8 octets kept for the RQ WR's WC. */
+static int place_imm(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
+		     struct iovec *dst, int *ndst)
+{
+	struct xiw_rxstate *r = &qp->rxs;
+	int ret = untagged_take(qp, h);
+
+	if (ret)
+		return ret;
+	if (h->payload_len > XIW_IMM_LEN - r->mo ||
+	    (h->last && r->mo + h->payload_len != XIW_IMM_LEN))
+		return XIW_T_RDMAP_UNEXP_OP;
+	if (h->payload_len) {
+		dst[0].iov_base = r->imm + r->mo;
+		dst[0].iov_len = h->payload_len;
+		*ndst = 1;
+	}
+	return 0;
+}
+
+static bool is_imm(uint8_t op)
+{
+	return op == XIW_OP_IMM || op == XIW_OP_IMM_SE;
+}
+
 static bool is_send(uint8_t op)
 {
 	return op == XIW_OP_SEND || op == XIW_OP_SEND_INV ||
@@ -311,6 +351,8 @@ static int qp_place(void *arg, const struct xiw_fpdu_hdr *h,
 		return place_rreq(qp, h);
 	if (is_send(h->opcode))
 		return place_send(qp, h, dst, ndst);
+	if (is_imm(h->opcode))
+		return place_imm(qp, h, dst, ndst);
 	return XIW_T_RDMAP_UNEXP_OP;
 }
 
@@ -357,22 +399,15 @@ static void rreq_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 	pthread_mutex_unlock(&qp->tx_lock);
 }
 
-static void recv_complete(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
-			  bool inv)
+/* The RQ head WR is done: pop it and post @wc (unless flushed meanwhile). */
+static void recv_complete(struct xiw_qp *qp, struct ibv_wc *wc, bool solicited)
 {
-	struct xiw_rxstate *r = &qp->rxs;
-	struct ibv_wc wc = {
-		.wr_id = r->rqe.wr_id,
-		.status = IBV_WC_SUCCESS,
-		.opcode = IBV_WC_RECV,
-		.byte_len = r->mo,
-		.qp_num = qp->ibv.qp_num,
-		.src_qp = qp->ibv.qp_num,
-		.wc_flags = inv ? IBV_WC_WITH_INV : 0,
-		.invalidated_rkey = inv ? h->inval_stag : 0,
-	};
 	bool live;
 
+	wc->wr_id = qp->rxs.rqe.wr_id;
+	wc->status = IBV_WC_SUCCESS;
+	wc->qp_num = qp->ibv.qp_num;
+	wc->src_qp = qp->ibv.qp_num;
 	pthread_mutex_lock(&qp->rq_lock);
 	live = atomic_load(&qp->state) != IBV_QPS_ERR &&
 	       qp->rq_tail != qp->rq_head;
@@ -380,8 +415,32 @@ static void recv_complete(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
 		qp->rq_tail++;
 	pthread_mutex_unlock(&qp->rq_lock);
 	if (live)
-		xiw_cq_push(qp->rcq, &wc, h->opcode == XIW_OP_SEND_SE ||
-					  h->opcode == XIW_OP_SEND_SE_INV);
+		xiw_cq_push(qp->rcq, wc, solicited);
+}
+
+static void untagged_next(struct xiw_rxstate *r)
+{
+	r->msn++;
+	r->mo = 0;
+	r->have_rqe = false;
+}
+
+/* Immediate Data done: the RQ WR completes as RECV_RDMA_WITH_IMM. */
+static int imm_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
+{
+	struct xiw_rxstate *r = &qp->rxs;
+	struct ibv_wc wc = {
+		.opcode = IBV_WC_RECV_RDMA_WITH_IMM,
+		.wc_flags = IBV_WC_WITH_IMM,
+	};
+
+	r->mo += h->payload_len;
+	if (!h->last)
+		return 0;
+	memcpy(&wc.imm_data, r->imm, sizeof(wc.imm_data));
+	recv_complete(qp, &wc, h->opcode == XIW_OP_IMM_SE);
+	untagged_next(r);
+	return 0;
 }
 
 /* SEND* FPDU done: advance MO; on the last one invalidate and complete. */
@@ -390,16 +449,20 @@ static int send_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 	struct xiw_rxstate *r = &qp->rxs;
 	bool inv = h->opcode == XIW_OP_SEND_INV ||
 		   h->opcode == XIW_OP_SEND_SE_INV;
+	struct ibv_wc wc = { 0 };
 
 	r->mo += h->payload_len;
 	if (!h->last)
 		return 0;
 	if (inv && xiw_mr_invalidate(h->inval_stag, qp->pd))
 		return XIW_T_RDMAP_CANT_INVAL;
-	recv_complete(qp, h, inv);
-	r->msn++;
-	r->mo = 0;
-	r->have_rqe = false;
+	wc.opcode = IBV_WC_RECV;
+	wc.byte_len = r->mo;
+	wc.wc_flags = inv ? IBV_WC_WITH_INV : 0;
+	wc.invalidated_rkey = inv ? h->inval_stag : 0;
+	recv_complete(qp, &wc, h->opcode == XIW_OP_SEND_SE ||
+				h->opcode == XIW_OP_SEND_SE_INV);
+	untagged_next(r);
 	return 0;
 }
 
@@ -434,6 +497,9 @@ static int qp_done(void *arg, const struct xiw_fpdu_hdr *h)
 		return 0;
 	case XIW_OP_WRITE:
 		return 0;
+	case XIW_OP_IMM:
+	case XIW_OP_IMM_SE:
+		return imm_done(qp, h);
 	default:
 		return send_done(qp, h);
 	}

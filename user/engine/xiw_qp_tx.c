@@ -30,9 +30,10 @@ static int sqe_opcode_ok(const struct ibv_send_wr *wr)
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:	/* + RFC 7306 Immediate Data */
 	case IBV_WR_RDMA_READ:
 		return 0;
-	default:	/* *_WITH_IMM need RFC 7306; atomics, MW, TSO: no */
+	default:	/* SEND_WITH_IMM has no iWARP message; atomics, MW: no */
 		return -EINVAL;
 	}
 }
@@ -100,6 +101,9 @@ static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
 	e->raddr = wr->wr.rdma.remote_addr;
 	e->rkey = wr->wr.rdma.rkey;
 	e->inv_stag = wr->opcode == IBV_WR_SEND_WITH_INV ? wr->invalidate_rkey : 0;
+	memset(e->imm, 0, sizeof(e->imm));
+	if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)	/* network order */
+		memcpy(e->imm, &wr->imm_data, sizeof(wr->imm_data));
 	e->state = XIW_SQE_QUEUED;
 	qp->sq_head++;
 	return 0;
@@ -291,6 +295,7 @@ static bool msg_sq(struct xiw_qp *qp)
 		return false;
 	switch (e->opcode) {
 	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
 		msg_tagged(&h, XIW_OP_WRITE, e->rkey, e->raddr);
 		break;
 	case IBV_WR_RDMA_READ:
@@ -376,11 +381,39 @@ static void msg_advance(struct xiw_txmsg *m, uint32_t len)
 	}
 }
 
+/*
+ * WRITE_WITH_IMM: after the WRITE, an Immediate Data message (RFC 7306 §6,
+ * untagged QN 0, 8 octets: imm_data then zeros) for the peer's RQ.
+ * Return: true if that message was started.
+ */
+static bool msg_chain_imm(struct xiw_qp *qp)
+{
+	struct xiw_txmsg *m = &qp->msg;
+	uint32_t idx = m->sq_idx;
+	struct xiw_fpdu_hdr h;
+	struct xiw_sqe *e;
+
+	if (m->kind != XIW_TXK_SQ || m->hdr.opcode != XIW_OP_WRITE)
+		return false;
+	e = &qp->sq[idx & qp->sq_mask];
+	if (e->opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
+		return false;
+	msg_untagged(&h, (e->flags & IBV_SEND_SOLICITED) ? XIW_OP_IMM_SE :
+			 XIW_OP_IMM, XIW_QN_SEND, qp->tx_msn++);
+	m->one = (struct ibv_sge){ .addr = (uintptr_t)e->imm,
+				   .length = XIW_IMM_LEN };
+	msg_start(qp, XIW_TXK_SQ, &h, &m->one, 1, XIW_IMM_LEN);
+	m->sq_idx = idx;
+	return true;
+}
+
 static void msg_finish(struct xiw_qp *qp)
 {
 	struct xiw_txbatch *b = qp->b;
 	struct xiw_txmsg *m = &qp->msg;
 
+	if (msg_chain_imm(qp))
+		return;
 	b->mark[b->nmark++] = (struct xiw_txmark){
 		.end = b->total, .kind = m->kind, .idx = m->sq_idx };
 	if (m->kind == XIW_TXK_IRQ)
