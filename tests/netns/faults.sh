@@ -17,7 +17,8 @@
 #
 # Environment: BUILD (default build; build/san for the sanitizer tier),
 #   FAULTS_FILTER=REGEX  run only cases whose name matches,
-#   FAULTS_VERBOSE=1     show every log, not only the failures.
+#   FAULTS_VERBOSE=1     show every log, not only the failures,
+#   FAULTS_SEEDS="1 2 3" seeds of the random-garbage case.
 # Exit: 0 all passed, 1 some failed, 77 skipped (not root / no netns).
 set -uo pipefail
 
@@ -208,10 +209,10 @@ HOSTILE_CASES=(
 	"no-access-read|-e error -u -A w|--case no-access-read --rtr write"
 	"read-oob|-e error -u -A r|--case read-oob --rtr read"
 	"read-bad-stag|-e error -u -A r|--case read-bad-stag --rtr read"
-	"garbage-1|-e error|--case garbage --seed 1"
-	"garbage-2|-e error|--case garbage --seed 2"
-	"garbage-3|-e error|--case garbage --seed 3"
 )
+for seed in ${FAULTS_SEEDS:-1 2 3}; do
+	HOSTILE_CASES+=("garbage-$seed|-e error|--case garbage --seed $seed")
+done
 
 echo "faults: namespaces $XIW_NS_A ($XIW_IP_A, victim) / $XIW_NS_B ($XIW_IP_B, peer), BUILD=$BUILD"
 for crc in off on; do

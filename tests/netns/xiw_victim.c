@@ -611,6 +611,10 @@ static void teardown(struct victim *v)
 		rdma_destroy_id(v->listen_id);
 	if (v->ch)
 		rdma_destroy_event_channel(v->ch);
+	free(v->rbuf);
+	free(v->lbuf);
+	if (v->region && v->region != MAP_FAILED)
+		munmap(v->region, v->region_len);
 }
 
 /* ------------------------------------------------------- startup ------ */
