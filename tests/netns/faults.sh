@@ -209,6 +209,11 @@ HOSTILE_CASES=(
 	"no-access-read|-e error -u -A w|--case no-access-read --rtr write"
 	"read-oob|-e error -u -A r|--case read-oob --rtr read"
 	"read-bad-stag|-e error -u -A r|--case read-bad-stag --rtr read"
+	"bad-qn|-e error -u|--case bad-qn"
+	"bad-msn|-e error -u|--case bad-msn"
+	"bad-mo|-e error -u|--case bad-mo"
+	"peer-terminate|-e error -u|--case peer-terminate"
+	"stray-read-resp|-e error|--case stray-read-resp"
 )
 for seed in ${FAULTS_SEEDS:-1 2 3}; do
 	HOSTILE_CASES+=("garbage-$seed|-e error|--case garbage --seed $seed")

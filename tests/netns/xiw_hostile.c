@@ -418,6 +418,7 @@ struct hcase {
 	int (*run)(struct conn *c, const struct opts *o);
 	bool any_term;		/* any TERMINATE will do (stream untrustworthy) */
 	bool none;		/* the control case: NO terminate expected */
+	bool close_only;	/* no TERMINATE back, but a close */
 	struct term_code want[4];
 	int nwant;
 	const char *why;
@@ -605,6 +606,64 @@ static int case_read_beyond_ird(struct conn *c, const struct opts *o)
 
 /* 128 KiB of seeded xorshift bytes: whatever length the first two bytes
  * claim, the victim gets enough bytes to reach a decision. */
+/* An untagged SEND with explicit QN/MSN/MO (the DDP untagged checks). */
+static int send_qmm(struct conn *c, uint32_t qn, uint32_t msn, uint32_t mo)
+{
+	uint8_t u[UNTAGGED_HDR + 64];
+	size_t n = put_untagged(u, OP_SEND, qn, msn, DDP_VERSION, RDMAP_VERSION);
+
+	be32(u + 14, mo);
+	memset(u + n, 0x44, 64);
+	return send_fpdu(c, u, n + 64);
+}
+
+/* RDMAP has queues 0..2 only (RFC 5040 §5.1). */
+static int case_bad_qn(struct conn *c, const struct opts *o)
+{
+	(void)o;
+	return send_qmm(c, 3, 1, 0);
+}
+
+/* The victim posted a few receives; MSN 1000 is far outside the window. */
+static int case_bad_msn(struct conn *c, const struct opts *o)
+{
+	(void)o;
+	return send_qmm(c, QN_SEND, 1000, 0);
+}
+
+/* A 64-byte segment at message offset 1 MiB: beyond any receive buffer. */
+static int case_bad_mo(struct conn *c, const struct opts *o)
+{
+	(void)o;
+	return send_qmm(c, QN_SEND, c->msn[QN_SEND]++, 1u << 20);
+}
+
+/* We terminate: the victim must go to ERROR and close, and must not
+ * answer a TERMINATE with a TERMINATE. */
+static int case_peer_terminate(struct conn *c, const struct opts *o)
+{
+	uint8_t u[UNTAGGED_HDR + 4];
+	size_t n = put_untagged(u, OP_TERMINATE, QN_TERM, c->msn[QN_TERM]++,
+				DDP_VERSION, RDMAP_VERSION);
+
+	(void)o;
+	u[n] = 0 << 4 | 2;	/* RDMAP, remote operation error */
+	u[n + 1] = 0xff;	/* unspecified */
+	u[n + 2] = u[n + 3] = 0;
+	return send_fpdu(c, u, n + 4);
+}
+
+/* A READ response nobody asked for, aimed at the victim's own MR. */
+static int case_stray_read_resp(struct conn *c, const struct opts *o)
+{
+	uint8_t u[TAGGED_HDR + 64];
+	size_t n = put_tagged(u, OP_READ_RESP, c->stag, c->addr, DDP_VERSION, RDMAP_VERSION);
+
+	(void)o;
+	memset(u + n, 0x55, 64);
+	return send_fpdu(c, u, n + 64);
+}
+
 static int case_garbage(struct conn *c, const struct opts *o)
 {
 	size_t len = 128 * 1024;
@@ -630,45 +689,56 @@ static int case_garbage(struct conn *c, const struct opts *o)
 /* Layers (RFC 5040 §4.8): 0 RDMAP, 1 DDP, 2 LLP (MPA). */
 #define T(l, e, c) { l, e, c }
 static const struct hcase cases[] = {
-	{ "good", case_good, false, true, { { 0 } }, 0,
+	{ "good", case_good, false, true, false, { { 0 } }, 0,
 	  "control: valid WRITE + SEND; no TERMINATE, no close" },
-	{ "bad-len-short", case_bad_len_short, true, false, { { 0 } }, 0,
+	{ "bad-len-short", case_bad_len_short, true, false, false, { { 0 } }, 0,
 	  "ULPDU length < header: any TERMINATE, then close" },
-	{ "bad-len-huge", case_bad_len_huge, true, false, { { 0 } }, 0,
+	{ "bad-len-huge", case_bad_len_huge, true, false, false, { { 0 } }, 0,
 	  "ULPDU length 0xffff: any TERMINATE, then close" },
-	{ "bad-crc", case_bad_crc, false, false, { T(2, 0, 0x02) }, 1,
+	{ "bad-crc", case_bad_crc, false, false, false, { T(2, 0, 0x02) }, 1,
 	  "RFC 5044 §8: LLP/MPA, 0x02 received CRC error" },
-	{ "bad-opcode", case_bad_opcode, false, false, { T(0, 2, 0x06) }, 1,
+	{ "bad-opcode", case_bad_opcode, false, false, false, { T(0, 2, 0x06) }, 1,
 	  "RFC 5040 §7: RDMAP remote operation, 0x06 unexpected opcode" },
-	{ "bad-ddp-ver", case_bad_ddp_ver, false, false, { T(1, 1, 0x04) }, 1,
+	{ "bad-ddp-ver", case_bad_ddp_ver, false, false, false, { T(1, 1, 0x04) }, 1,
 	  "RFC 5041 §7: DDP tagged buffer, 0x04 invalid DDP version" },
-	{ "bad-ddp-ver-ut", case_bad_ddp_ver_ut, false, false, { T(1, 2, 0x06) }, 1,
+	{ "bad-ddp-ver-ut", case_bad_ddp_ver_ut, false, false, false, { T(1, 2, 0x06) }, 1,
 	  "RFC 5041 §7: DDP untagged buffer, 0x06 invalid DDP version" },
-	{ "bad-rdmap-ver", case_bad_rdmap_ver, false, false, { T(0, 2, 0x05) }, 1,
+	{ "bad-rdmap-ver", case_bad_rdmap_ver, false, false, false, { T(0, 2, 0x05) }, 1,
 	  "RFC 5040 §7: RDMAP remote operation, 0x05 invalid RDMAP version" },
-	{ "bad-stag", case_bad_stag, false, false,
+	{ "bad-stag", case_bad_stag, false, false, false,
 	  { T(1, 1, 0x00), T(0, 1, 0x00) }, 2,
 	  "RFC 5041 §7 DDP tagged 0x00 invalid STag (or RFC 5040 RDMAP protection 0x00)" },
-	{ "oob", case_oob, false, false, { T(1, 1, 0x01), T(0, 1, 0x01) }, 2,
+	{ "oob", case_oob, false, false, false, { T(1, 1, 0x01), T(0, 1, 0x01) }, 2,
 	  "DDP tagged 0x01 base or bounds violation (or RDMAP protection 0x01)" },
-	{ "oob-low", case_oob_low, false, false, { T(1, 1, 0x01), T(0, 1, 0x01) }, 2,
+	{ "oob-low", case_oob_low, false, false, false, { T(1, 1, 0x01), T(0, 1, 0x01) }, 2,
 	  "DDP tagged 0x01 base or bounds violation (or RDMAP protection 0x01)" },
-	{ "oob-wrap", case_oob_wrap, false, false,
+	{ "oob-wrap", case_oob_wrap, false, false, false,
 	  { T(1, 1, 0x03), T(1, 1, 0x01), T(0, 1, 0x04), T(0, 1, 0x01) }, 4,
 	  "DDP tagged 0x03 TO wrap or 0x01 bounds (or the RDMAP protection twins)" },
-	{ "no-access-write", case_no_access_write, false, false,
+	{ "no-access-write", case_no_access_write, false, false, false,
 	  { T(0, 1, 0x02), T(1, 1, 0x00) }, 2,
 	  "RFC 5040 RDMAP protection 0x02 access rights (siw: DDP tagged 0x00, DDP has no access code)" },
-	{ "no-access-read", case_no_access_read, false, false, { T(0, 1, 0x02) }, 1,
+	{ "no-access-read", case_no_access_read, false, false, false, { T(0, 1, 0x02) }, 1,
 	  "RFC 5040 §7: RDMAP remote protection, 0x02 access rights violation" },
-	{ "read-oob", case_read_oob, false, false, { T(0, 1, 0x01) }, 1,
+	{ "read-oob", case_read_oob, false, false, false, { T(0, 1, 0x01) }, 1,
 	  "RFC 5040 §7: RDMAP remote protection, 0x01 base or bounds violation" },
-	{ "read-bad-stag", case_read_bad_stag, false, false, { T(0, 1, 0x00) }, 1,
+	{ "read-bad-stag", case_read_bad_stag, false, false, false, { T(0, 1, 0x00) }, 1,
 	  "RFC 5040 §7: RDMAP remote protection, 0x00 invalid STag" },
-	{ "read-beyond-ird", case_read_beyond_ird, false, false,
+	{ "read-beyond-ird", case_read_beyond_ird, false, false, false,
 	  { T(1, 2, 0x02), T(0, 2, 0x07) }, 2,
 	  "RFC 5041 §7: DDP untagged QN 1, 0x02 no buffer (siw: RDMAP remote op 0x07)" },
-	{ "garbage", case_garbage, true, false, { { 0 } }, 0,
+	{ "bad-qn", case_bad_qn, false, false, false, { T(1, 2, 0x01) }, 1,
+	  "RFC 5041 §7: DDP untagged buffer, 0x01 invalid QN" },
+	{ "bad-msn", case_bad_msn, false, false, false, { T(1, 2, 0x03), T(1, 2, 0x02) }, 2,
+	  "RFC 5041 §7: DDP untagged, 0x03 MSN range not valid (or 0x02 no buffer)" },
+	{ "bad-mo", case_bad_mo, false, false, false, { T(1, 2, 0x04), T(1, 2, 0x05) }, 2,
+	  "RFC 5041 §7: DDP untagged, 0x04 invalid MO (or 0x05 message too long)" },
+	{ "peer-terminate", case_peer_terminate, false, false, true, { { 0 } }, 0,
+	  "we send TERMINATE: none comes back (a TERMINATE is never answered), victim closes" },
+	{ "stray-read-resp", case_stray_read_resp, false, false, false,
+	  { T(0, 2, 0x06), T(0, 2, 0x07), T(0, 2, 0xff), T(1, 1, 0x00) }, 4,
+	  "RDMAP remote operation 0x06 unexpected opcode (or 0x07/0xff, or DDP invalid STag)" },
+	{ "garbage", case_garbage, true, false, false, { { 0 } }, 0,
 	  "random bytes: any TERMINATE, then close" },
 };
 #undef T
@@ -842,6 +912,13 @@ static int verdict(const struct hcase *k, const struct seen *s,
 	       s->desync ? ", DESYNC" : "");
 	if (s->bad_crc)
 		return printf("FAIL %s: victim sent FPDUs with a bad CRC\n", k->name), 1;
+	if (k->close_only) {
+		if (s->term)
+			return printf("FAIL %s: the victim answered our TERMINATE with a TERMINATE\n", k->name), 1;
+		if (!s->eof)
+			return printf("FAIL %s: the victim kept the connection open after our TERMINATE\n", k->name), 1;
+		return printf("PASS %s: no TERMINATE back, connection closed\n", k->name), 0;
+	}
 	if (k->none) {
 		if (s->term || s->eof)
 			return printf("FAIL %s: valid traffic was answered by TERMINATE/close\n", k->name), 1;
