@@ -36,7 +36,7 @@ extern "C" {
 
 /* ---- limits advertised by every xiwarp device (ibv_query_device) ---- */
 #define XIW_MAX_QP_WR      4096	/* SQ/RQ depth */
-#define XIW_MAX_CQE        65536
+#define XIW_MAX_CQE        (1 << 20)	/* libfabric rxm asks for 262144 */
 #define XIW_MAX_SGE        8
 #define XIW_MAX_INLINE     256	/* bytes of inline send data */
 #define XIW_MAX_ORD        32	/* outstanding RDMA READs we may issue */
