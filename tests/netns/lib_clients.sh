@@ -26,6 +26,11 @@ XC_PASS=0
 XC_FAIL=0
 XC_FAILED=()
 XC_TIMEOUTS=0
+# Knobs for the programs: XC_ENV on both sides, XC_SENV only on the server
+# (namespace A), XC_CENV only on the client (namespace B).
+XC_ENV=()
+XC_SENV=()
+XC_CENV=()
 XC_MAX_TIMEOUTS=${XC_MAX_TIMEOUTS:-3}
 
 # xc_give_up LABEL: after XC_MAX_TIMEOUTS timed-out subcases the engine is
@@ -120,8 +125,8 @@ xc_rping() {
 	[ -n "$size" ] && sz=(-S "$size")
 	local t=$((60 * XIW_TMUL))
 	if xiw_pair "$(safe_label "$label")" "$port" "$t" \
-		env "${XC_ENV[@]}" "$XIWRUN" rping -s -a "$XIW_IP_A" -p "$port" "${sz[@]}" -- \
-		env "${XC_ENV[@]}" "$XIWRUN" rping -c -a "$XIW_IP_A" -p "$port" -v -V -C "$count" "${sz[@]}"; then
+		env "${XC_ENV[@]}" "${XC_SENV[@]}" "$XIWRUN" rping -s -a "$XIW_IP_A" -p "$port" "${sz[@]}" -- \
+		env "${XC_ENV[@]}" "${XC_CENV[@]}" "$XIWRUN" rping -c -a "$XIW_IP_A" -p "$port" -v -V -C "$count" "${sz[@]}"; then
 		n=$(grep -c '^ping data: ' "$XIW_PAIR_CLOG" || true)
 		if [ "$n" -eq "$count" ]; then
 			why="$count pings, data verified"
@@ -144,8 +149,8 @@ xc_perftest() {
 	shift 4
 	local t=$((45 * XIW_TMUL))
 	if xiw_pair "$(safe_label "$label")" "$port" "$t" \
-		env "${XC_ENV[@]}" "$XIWRUN" "$prog" -R -F -p "$port" "$@" -- \
-		env "${XC_ENV[@]}" "$XIWRUN" "$prog" -R -F -p "$port" "$@" "$XIW_IP_A"; then
+		env "${XC_ENV[@]}" "${XC_SENV[@]}" "$XIWRUN" "$prog" -R -F -p "$port" "$@" -- \
+		env "${XC_ENV[@]}" "${XC_CENV[@]}" "$XIWRUN" "$prog" -R -F -p "$port" "$@" "$XIW_IP_A"; then
 		if v=$(xiw_perftest_value "$XIW_PAIR_CLOG" "$kind"); then
 			[ "$kind" = bw ] && unit="MB/s" || unit="usec typical"
 			why="$v $unit"
@@ -170,8 +175,8 @@ xc_rdma_cm_example() {
 	xc_give_up "$label" && return 0
 	local t=$((30 * XIW_TMUL))
 	if xiw_pair "$(safe_label "$label")" "$port" "$t" \
-		env "${XC_ENV[@]}" "$XIWRUN" rdma_server -s "$XIW_IP_A" -p "$port" -- \
-		env "${XC_ENV[@]}" "$XIWRUN" rdma_client -s "$XIW_IP_A" -p "$port"; then
+		env "${XC_ENV[@]}" "${XC_SENV[@]}" "$XIWRUN" rdma_server -s "$XIW_IP_A" -p "$port" -- \
+		env "${XC_ENV[@]}" "${XC_CENV[@]}" "$XIWRUN" rdma_client -s "$XIW_IP_A" -p "$port"; then
 		why="send/recv exchanged"
 	else
 		rc=1
