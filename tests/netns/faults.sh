@@ -81,13 +81,16 @@ result() { # NAME OK(0/1) WHY LOGS...
 	return 0
 }
 
+# Environment for the victims of the verbs and kill cases (MPA CRC on/off).
+VENV=()
+
 # start_server LOG ARGS...: victim server in A on a fresh port; sets $port
 # and $spid. Returns non-zero if it never listens.
 start_server() {
 	local log=$1
 	shift
 	port=$((port + 1))
-	xiw_bg A "$VICTIM" -s -p "$port" "$@" >"$log" 2>&1
+	xiw_bg A env "${VENV[@]}" "$VICTIM" -s -p "$port" "$@" >"$log" 2>&1
 	spid=$XIW_LAST_PID
 	xiw_wait_listen A "$port" 10 "$spid"
 }
@@ -121,8 +124,8 @@ hostile_case() {
 verbs_case() {
 	local name=$1 sargs=$2 cargs=$3 sl cl crc=0 src=0
 	want "$name" || return 0
-	sl=$LOGDIR/$name.server.log
-	cl=$LOGDIR/$name.client.log
+	sl=$LOGDIR/${name//\//_}.server.log
+	cl=$LOGDIR/${name//\//_}.client.log
 	# shellcheck disable=SC2086
 	if ! start_server "$sl" -t 20 $sargs; then
 		xiw_stop "$spid" 1 >/dev/null 2>&1
@@ -130,7 +133,7 @@ verbs_case() {
 		return 0
 	fi
 	# shellcheck disable=SC2086
-	xiw_in B timeout -k 2 25 "$VICTIM" -c -a "$XIW_IP_A" -p "$port" -t 15 $cargs \
+	xiw_in B timeout -k 2 25 env "${VENV[@]}" "$VICTIM" -c -a "$XIW_IP_A" -p "$port" -t 15 $cargs \
 		>"$cl" 2>&1 || crc=$?
 	xiw_wait_pid "$spid" 25 || src=$?
 	if [ "$crc" = 0 ] && [ "$src" = 0 ]; then
@@ -156,8 +159,8 @@ wait_streaming() {
 kill_case() {
 	local name=$1 victim=$2 sl cl cpid rc=0 sexp=none
 	want "$name" || return 0
-	sl=$LOGDIR/$name.server.log
-	cl=$LOGDIR/$name.client.log
+	sl=$LOGDIR/${name//\//_}.server.log
+	cl=$LOGDIR/${name//\//_}.client.log
 	[ "$victim" = client ] && sexp=disconnect
 	if ! start_server "$sl" -t 60 -n 1M -e "$sexp"; then
 		xiw_stop "$spid" 1 >/dev/null 2>&1
@@ -166,7 +169,7 @@ kill_case() {
 	fi
 	# 512 x 256 KiB in flight: more than both TCP buffers can hold, so
 	# some WRs are surely still queued when the peer dies and must flush.
-	xiw_bg B "$VICTIM" -c -a "$XIW_IP_A" -p "$port" -t 60 --op stream -m 256K -d 512 >"$cl" 2>&1
+	xiw_bg B env "${VENV[@]}" "$VICTIM" -c -a "$XIW_IP_A" -p "$port" -t 60 --op stream -m 256K -d 512 >"$cl" 2>&1
 	cpid=$XIW_LAST_PID
 	if ! wait_streaming "$cl" "$cpid"; then
 		xiw_stop "$cpid" 1 >/dev/null 2>&1
@@ -235,14 +238,16 @@ hostile_case "bad-crc/crc-on" "-e error" "--case bad-crc --crc"
 hostile_case "good/no-p2p" "-e good" "--case good --no-p2p"
 hostile_case "oob/no-p2p" "-e error -u" "--case oob --no-p2p"
 
-verbs_case "verbs-write-bad-stag" "-e error -u" "--op write-bad-stag"
-verbs_case "verbs-write-oob" "-e error -u" "--op write-oob"
-verbs_case "verbs-write-noaccess" "-e error -u -A r" "--op write"
-verbs_case "verbs-read-oob" "-e error -u" "--op read-oob"
-verbs_case "verbs-read-noaccess" "-e error -u -A w" "--op read"
-
-kill_case "kill-server-mid-stream" server
-kill_case "kill-client-mid-stream" client
+for crc in 0 1; do
+	VENV=("XIW_MPA_CRC=$crc")
+	verbs_case "verbs-write-bad-stag/crc-$crc" "-e error -u" "--op write-bad-stag"
+	verbs_case "verbs-write-oob/crc-$crc" "-e error -u" "--op write-oob"
+	verbs_case "verbs-write-noaccess/crc-$crc" "-e error -u -A r" "--op write"
+	verbs_case "verbs-read-oob/crc-$crc" "-e error -u" "--op read-oob"
+	verbs_case "verbs-read-noaccess/crc-$crc" "-e error -u -A w" "--op read"
+	kill_case "kill-server-mid-stream/crc-$crc" server
+	kill_case "kill-client-mid-stream/crc-$crc" client
+done
 
 echo "faults: $npass passed, $nfail failed"
 [ "$nfail" = 0 ] || { printf '  failed: %s\n' "${failed[@]}"; exit 1; }

@@ -55,6 +55,10 @@ enum { QN_SEND = 0, QN_READ = 1, QN_TERM = 2 };
 #define UNTAGGED_HDR 18		/* ctrl 2 + rsvd 4 + QN 4 + MSN 4 + MO 4 */
 #define READ_REQ_HDR 28		/* sink STag/TO, size, source STag/TO */
 
+/* xiw_victim fills its MR with this byte: a READ response carrying
+ * anything else carries memory from outside the MR. */
+#define MR_FILL 0x5A
+
 /* Our fake sink STag for READ responses (we never check where they land). */
 #define HOSTILE_SINK_STAG 0x00c0ffeeu
 
@@ -168,7 +172,7 @@ struct seen {
 	bool named;		/* it quoted one at all (D bit) */
 	uint8_t layer, etype, ecode, flags;
 	unsigned fpdus, read_resp;
-	uint64_t read_bytes;
+	uint64_t read_bytes, read_foreign;	/* bytes that are not MR_FILL */
 };
 
 /* ------------------------------------------------------ socket I/O ---- */
@@ -422,6 +426,7 @@ struct hcase {
 	struct term_code want[4];
 	int nwant;
 	const char *why;
+	bool no_read_data;	/* a refused READ: not one byte may come back */
 };
 
 /* A WRITE of 64 bytes of a known pattern to @stag/@to. */
@@ -690,56 +695,56 @@ static int case_garbage(struct conn *c, const struct opts *o)
 #define T(l, e, c) { l, e, c }
 static const struct hcase cases[] = {
 	{ "good", case_good, false, true, false, { { 0 } }, 0,
-	  "control: valid WRITE + SEND; no TERMINATE, no close" },
+	  "control: valid WRITE + SEND; no TERMINATE, no close", false },
 	{ "bad-len-short", case_bad_len_short, true, false, false, { { 0 } }, 0,
-	  "ULPDU length < header: any TERMINATE, then close" },
+	  "ULPDU length < header: any TERMINATE, then close", false },
 	{ "bad-len-huge", case_bad_len_huge, true, false, false, { { 0 } }, 0,
-	  "ULPDU length 0xffff: any TERMINATE, then close" },
+	  "ULPDU length 0xffff: any TERMINATE, then close", false },
 	{ "bad-crc", case_bad_crc, false, false, false, { T(2, 0, 0x02) }, 1,
-	  "RFC 5044 §8: LLP/MPA, 0x02 received CRC error" },
+	  "RFC 5044 §8: LLP/MPA, 0x02 received CRC error", false },
 	{ "bad-opcode", case_bad_opcode, false, false, false, { T(0, 2, 0x06) }, 1,
-	  "RFC 5040 §7: RDMAP remote operation, 0x06 unexpected opcode" },
+	  "RFC 5040 §7: RDMAP remote operation, 0x06 unexpected opcode", false },
 	{ "bad-ddp-ver", case_bad_ddp_ver, false, false, false, { T(1, 1, 0x04) }, 1,
-	  "RFC 5041 §7: DDP tagged buffer, 0x04 invalid DDP version" },
+	  "RFC 5041 §7: DDP tagged buffer, 0x04 invalid DDP version", false },
 	{ "bad-ddp-ver-ut", case_bad_ddp_ver_ut, false, false, false, { T(1, 2, 0x06) }, 1,
-	  "RFC 5041 §7: DDP untagged buffer, 0x06 invalid DDP version" },
+	  "RFC 5041 §7: DDP untagged buffer, 0x06 invalid DDP version", false },
 	{ "bad-rdmap-ver", case_bad_rdmap_ver, false, false, false, { T(0, 2, 0x05) }, 1,
-	  "RFC 5040 §7: RDMAP remote operation, 0x05 invalid RDMAP version" },
+	  "RFC 5040 §7: RDMAP remote operation, 0x05 invalid RDMAP version", false },
 	{ "bad-stag", case_bad_stag, false, false, false,
 	  { T(1, 1, 0x00), T(0, 1, 0x00) }, 2,
-	  "RFC 5041 §7 DDP tagged 0x00 invalid STag (or RFC 5040 RDMAP protection 0x00)" },
+	  "RFC 5041 §7 DDP tagged 0x00 invalid STag (or RFC 5040 RDMAP protection 0x00)", false },
 	{ "oob", case_oob, false, false, false, { T(1, 1, 0x01), T(0, 1, 0x01) }, 2,
-	  "DDP tagged 0x01 base or bounds violation (or RDMAP protection 0x01)" },
+	  "DDP tagged 0x01 base or bounds violation (or RDMAP protection 0x01)", false },
 	{ "oob-low", case_oob_low, false, false, false, { T(1, 1, 0x01), T(0, 1, 0x01) }, 2,
-	  "DDP tagged 0x01 base or bounds violation (or RDMAP protection 0x01)" },
+	  "DDP tagged 0x01 base or bounds violation (or RDMAP protection 0x01)", false },
 	{ "oob-wrap", case_oob_wrap, false, false, false,
 	  { T(1, 1, 0x03), T(1, 1, 0x01), T(0, 1, 0x04), T(0, 1, 0x01) }, 4,
-	  "DDP tagged 0x03 TO wrap or 0x01 bounds (or the RDMAP protection twins)" },
+	  "DDP tagged 0x03 TO wrap or 0x01 bounds (or the RDMAP protection twins)", false },
 	{ "no-access-write", case_no_access_write, false, false, false,
 	  { T(0, 1, 0x02), T(1, 1, 0x00) }, 2,
-	  "RFC 5040 RDMAP protection 0x02 access rights (siw: DDP tagged 0x00, DDP has no access code)" },
+	  "RFC 5040 RDMAP protection 0x02 access rights (siw: DDP tagged 0x00, DDP has no access code)", false },
 	{ "no-access-read", case_no_access_read, false, false, false, { T(0, 1, 0x02) }, 1,
-	  "RFC 5040 §7: RDMAP remote protection, 0x02 access rights violation" },
+	  "RFC 5040 §7: RDMAP remote protection, 0x02 access rights violation", true },
 	{ "read-oob", case_read_oob, false, false, false, { T(0, 1, 0x01) }, 1,
-	  "RFC 5040 §7: RDMAP remote protection, 0x01 base or bounds violation" },
+	  "RFC 5040 §7: RDMAP remote protection, 0x01 base or bounds violation", true },
 	{ "read-bad-stag", case_read_bad_stag, false, false, false, { T(0, 1, 0x00) }, 1,
-	  "RFC 5040 §7: RDMAP remote protection, 0x00 invalid STag" },
+	  "RFC 5040 §7: RDMAP remote protection, 0x00 invalid STag", true },
 	{ "read-beyond-ird", case_read_beyond_ird, false, false, false,
 	  { T(1, 2, 0x02), T(0, 2, 0x07) }, 2,
-	  "RFC 5041 §7: DDP untagged QN 1, 0x02 no buffer (siw: RDMAP remote op 0x07)" },
+	  "RFC 5041 §7: DDP untagged QN 1, 0x02 no buffer (siw: RDMAP remote op 0x07)", false },
 	{ "bad-qn", case_bad_qn, false, false, false, { T(1, 2, 0x01) }, 1,
-	  "RFC 5041 §7: DDP untagged buffer, 0x01 invalid QN" },
+	  "RFC 5041 §7: DDP untagged buffer, 0x01 invalid QN", false },
 	{ "bad-msn", case_bad_msn, false, false, false, { T(1, 2, 0x03), T(1, 2, 0x02) }, 2,
-	  "RFC 5041 §7: DDP untagged, 0x03 MSN range not valid (or 0x02 no buffer)" },
+	  "RFC 5041 §7: DDP untagged, 0x03 MSN range not valid (or 0x02 no buffer)", false },
 	{ "bad-mo", case_bad_mo, false, false, false, { T(1, 2, 0x04), T(1, 2, 0x05) }, 2,
-	  "RFC 5041 §7: DDP untagged, 0x04 invalid MO (or 0x05 message too long)" },
+	  "RFC 5041 §7: DDP untagged, 0x04 invalid MO (or 0x05 message too long)", false },
 	{ "peer-terminate", case_peer_terminate, false, false, true, { { 0 } }, 0,
-	  "we send TERMINATE: none comes back (a TERMINATE is never answered), victim closes" },
+	  "we send TERMINATE: none comes back (a TERMINATE is never answered), victim closes", false },
 	{ "stray-read-resp", case_stray_read_resp, false, false, false,
 	  { T(0, 2, 0x06), T(0, 2, 0x07), T(0, 2, 0xff), T(1, 1, 0x00) }, 4,
-	  "RDMAP remote operation 0x06 unexpected opcode (or 0x07/0xff, or DDP invalid STag)" },
+	  "RDMAP remote operation 0x06 unexpected opcode (or 0x07/0xff, or DDP invalid STag)", false },
 	{ "garbage", case_garbage, true, false, false, { { 0 } }, 0,
-	  "random bytes: any TERMINATE, then close" },
+	  "random bytes: any TERMINATE, then close", false },
 };
 #undef T
 
@@ -859,6 +864,8 @@ static int read_fpdu(struct conn *c, struct seen *s, double deadline,
 	if (op == OP_READ_RESP) {
 		s->read_resp++;
 		s->read_bytes += ulen - TAGGED_HDR;
+		for (size_t i = 2 + TAGGED_HDR; i < n; i++)
+			s->read_foreign += buf[i] != MR_FILL;
 	} else if (op == OP_TERMINATE && !tagged) {
 		note_terminate(c, s, buf + 2, ulen);
 	}
@@ -912,6 +919,12 @@ static int verdict(const struct hcase *k, const struct seen *s,
 	       s->desync ? ", DESYNC" : "");
 	if (s->bad_crc)
 		return printf("FAIL %s: victim sent FPDUs with a bad CRC\n", k->name), 1;
+	if (s->read_foreign)
+		return printf("FAIL %s: READ responses carried %llu bytes that are not the MR's\n",
+			      k->name, (unsigned long long)s->read_foreign), 1;
+	if (k->no_read_data && s->read_bytes)
+		return printf("FAIL %s: %llu bytes of a refused READ were sent\n", k->name,
+			      (unsigned long long)s->read_bytes), 1;
 	if (k->close_only) {
 		if (s->term)
 			return printf("FAIL %s: the victim answered our TERMINATE with a TERMINATE\n", k->name), 1;

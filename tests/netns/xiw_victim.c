@@ -404,6 +404,8 @@ static int post_one(struct victim *v, enum ibv_wr_opcode opc, uint64_t raddr,
 		if (!v->post_failed)
 			say("ibv_post_send: %s (QP no longer accepts work)\n", strerror(rv));
 		v->post_failed = true;
+		/* the TERMINATE beat our probe: the QP refused it already */
+		v->probe_bad += (wr_id & WR_PROBE) != 0;
 		return -1;
 	}
 	v->send_out++;
@@ -504,6 +506,30 @@ static void loop(struct victim *v)
 }
 
 /* ------------------------------------------------------- verdict ------ */
+
+/* The drain idiom (ib_drain_qp, and user code that copies it): once the
+ * QP is in ERROR, a newly posted WR is accepted and completes with
+ * IBV_WC_WR_FLUSH_ERR (siw, rxe and mlx5 do so). Informational only. */
+static void try_drain_idiom(struct victim *v)
+{
+	struct ibv_sge sge = { (uintptr_t)v->rbuf, 16, v->rmr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = WR_RECV, .sg_list = &sge, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr swr = { .wr_id = 0xd0a1, .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED }, *sbad;
+	unsigned before = v->wc_flush;
+	int rr = ibv_post_recv(v->qp, &rwr, &rbad), rs = ibv_post_send(v->qp, &swr, &sbad);
+	double end = now_s() + 1.0;
+
+	v->recv_out += rr == 0;
+	v->send_out += rs == 0;
+	while (now_s() < end && (v->recv_out || v->send_out)) {
+		drain_cq(v);
+		usleep(1000);
+	}
+	say("  note: post after ERROR: recv %s, send %s; %u flush completions for them\n",
+	    rr ? strerror(rr) : "accepted", rs ? strerror(rs) : "accepted",
+	    v->wc_flush - before);
+}
 
 static const char *qp_state_str(int s)
 {
@@ -776,6 +802,8 @@ int main(int argc, char **argv)
 	}
 	loop(&v);
 	query_state(&v);
+	if (v.qp && v.qp_state == IBV_QPS_ERR && v.recv_out == 0 && v.send_out == 0)
+		try_drain_idiom(&v);
 	rc = verdict(&v);
 	teardown(&v);
 	say("exiting normally (%d)\n", rc);
