@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 900
+# timeout: 300
 # faults.sh — negative and fault tests between two network namespaces.
 #
 #  hostile cases  xiw_hostile (hand-built MPA/DDP/RDMAP, namespace B) sends
@@ -11,6 +11,9 @@
 #                 CRC off and on (bad-crc: on only).
 #  verbs cases    xiw_victim -c does one invalid WRITE/READ against
 #                 xiw_victim -s: error/flush completions at both ends.
+#  MPA cases      a broken MPA request (key, revision, private data
+#                 length) is rejected or closed, and the listener still
+#                 serves a good connection afterwards.
 #  kill cases     a client streams WRITEs; the server (or the client) is
 #                 killed with SIGKILL mid-transfer; the survivor must see
 #                 flushes and DISCONNECTED and exit on its own, in time.
@@ -117,6 +120,32 @@ hostile_case() {
 		result "$name" 0 "" "$hl" "$vl"
 	else
 		result "$name" 1 "hostile exit $hrc, victim exit $vrc" "$hl" "$vl"
+	fi
+}
+
+# mpa_case NAME CASE: a broken MPA request must be rejected or closed,
+# and the same listener must then still serve a good connection.
+mpa_case() {
+	local name=$1 kase=$2 vl hl hl2 h1=0 h2=0 vrc=0
+	want "$name" || return 0
+	vl=$LOGDIR/$name.victim.log
+	hl=$LOGDIR/$name.hostile.log
+	hl2=$LOGDIR/$name.hostile-good.log
+	if ! start_server "$vl" -t 20 -e good; then
+		xiw_stop "$spid" 1 >/dev/null 2>&1
+		result "$name" 1 "victim did not listen" "$vl"
+		return 0
+	fi
+	xiw_in B timeout -k 2 15 "$HOSTILE" -t 8 --case "$kase" "$XIW_IP_A" "$port" \
+		>"$hl" 2>&1 || h1=$?
+	xiw_in B timeout -k 2 15 "$HOSTILE" -t 8 --case good "$XIW_IP_A" "$port" \
+		>"$hl2" 2>&1 || h2=$?
+	xiw_wait_pid "$spid" 25 || vrc=$?
+	if [ "$h1" = 0 ] && [ "$h2" = 0 ] && [ "$vrc" = 0 ]; then
+		result "$name" 0 "" "$hl" "$hl2" "$vl"
+	else
+		result "$name" 1 "bad-MPA peer exit $h1, good peer exit $h2, victim exit $vrc" \
+			"$hl" "$hl2" "$vl"
 	fi
 }
 
@@ -237,6 +266,10 @@ done
 hostile_case "bad-crc/crc-on" "-e error" "--case bad-crc --crc"
 hostile_case "good/no-p2p" "-e good" "--case good --no-p2p"
 hostile_case "oob/no-p2p" "-e error -u" "--case oob --no-p2p"
+
+mpa_case "mpa-bad-key" mpa-bad-key
+mpa_case "mpa-bad-rev" mpa-bad-rev
+mpa_case "mpa-huge-pd" mpa-huge-pd
 
 for crc in 0 1; do
 	VENV=("XIW_MPA_CRC=$crc")

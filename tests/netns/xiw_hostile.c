@@ -427,6 +427,7 @@ struct hcase {
 	int nwant;
 	const char *why;
 	bool no_read_data;	/* a refused READ: not one byte may come back */
+	bool bad_mpa;		/* replaces the MPA request: expect reject/close */
 };
 
 /* A WRITE of 64 bytes of a known pattern to @stag/@to. */
@@ -609,6 +610,41 @@ static int case_read_beyond_ird(struct conn *c, const struct opts *o)
 	return rv;
 }
 
+/* A broken MPA request instead of ours (RFC 5044 §7.1): the listener
+ * must reject or close this one connection and keep serving. */
+static int bad_request(struct conn *c, const char *key, uint8_t rev, uint16_t pdlen)
+{
+	uint8_t req[20 + 600];
+
+	memcpy(req, key, 16);
+	req[16] = MPA_F_ENHANCED;
+	req[17] = rev;
+	be16(req + 18, pdlen);
+	memset(req + 20, 0, sizeof(req) - 20);
+	be16(req + 20, 8);	/* a plausible IRD/ORD word */
+	be16(req + 22, 8);
+	return send_all(c->fd, req, sizeof(req));
+}
+
+static int case_mpa_bad_key(struct conn *c, const struct opts *o)
+{
+	(void)o;
+	return bad_request(c, "MPA ID Req Framx", 2, 4);
+}
+
+static int case_mpa_bad_rev(struct conn *c, const struct opts *o)
+{
+	(void)o;
+	return bad_request(c, MPA_KEY_REQ, 9, 4);
+}
+
+/* Private data length 0xffff > the 512 RFC 5044 allows. */
+static int case_mpa_huge_pd(struct conn *c, const struct opts *o)
+{
+	(void)o;
+	return bad_request(c, MPA_KEY_REQ, 2, 0xffff);
+}
+
 /* 128 KiB of seeded xorshift bytes: whatever length the first two bytes
  * claim, the victim gets enough bytes to reach a decision. */
 /* An untagged SEND with explicit QN/MSN/MO (the DDP untagged checks). */
@@ -695,56 +731,62 @@ static int case_garbage(struct conn *c, const struct opts *o)
 #define T(l, e, c) { l, e, c }
 static const struct hcase cases[] = {
 	{ "good", case_good, false, true, false, { { 0 } }, 0,
-	  "control: valid WRITE + SEND; no TERMINATE, no close", false },
+	  "control: valid WRITE + SEND; no TERMINATE, no close", false, false },
 	{ "bad-len-short", case_bad_len_short, true, false, false, { { 0 } }, 0,
-	  "ULPDU length < header: any TERMINATE, then close", false },
+	  "ULPDU length < header: any TERMINATE, then close", false, false },
 	{ "bad-len-huge", case_bad_len_huge, true, false, false, { { 0 } }, 0,
-	  "ULPDU length 0xffff: any TERMINATE, then close", false },
+	  "ULPDU length 0xffff: any TERMINATE, then close", false, false },
 	{ "bad-crc", case_bad_crc, false, false, false, { T(2, 0, 0x02) }, 1,
-	  "RFC 5044 §8: LLP/MPA, 0x02 received CRC error", false },
+	  "RFC 5044 §8: LLP/MPA, 0x02 received CRC error", false, false },
 	{ "bad-opcode", case_bad_opcode, false, false, false, { T(0, 2, 0x06) }, 1,
-	  "RFC 5040 §7: RDMAP remote operation, 0x06 unexpected opcode", false },
+	  "RFC 5040 §7: RDMAP remote operation, 0x06 unexpected opcode", false, false },
 	{ "bad-ddp-ver", case_bad_ddp_ver, false, false, false, { T(1, 1, 0x04) }, 1,
-	  "RFC 5041 §7: DDP tagged buffer, 0x04 invalid DDP version", false },
+	  "RFC 5041 §7: DDP tagged buffer, 0x04 invalid DDP version", false, false },
 	{ "bad-ddp-ver-ut", case_bad_ddp_ver_ut, false, false, false, { T(1, 2, 0x06) }, 1,
-	  "RFC 5041 §7: DDP untagged buffer, 0x06 invalid DDP version", false },
+	  "RFC 5041 §7: DDP untagged buffer, 0x06 invalid DDP version", false, false },
 	{ "bad-rdmap-ver", case_bad_rdmap_ver, false, false, false, { T(0, 2, 0x05) }, 1,
-	  "RFC 5040 §7: RDMAP remote operation, 0x05 invalid RDMAP version", false },
+	  "RFC 5040 §7: RDMAP remote operation, 0x05 invalid RDMAP version", false, false },
 	{ "bad-stag", case_bad_stag, false, false, false,
 	  { T(1, 1, 0x00), T(0, 1, 0x00) }, 2,
-	  "RFC 5041 §7 DDP tagged 0x00 invalid STag (or RFC 5040 RDMAP protection 0x00)", false },
+	  "RFC 5041 §7 DDP tagged 0x00 invalid STag (or RFC 5040 RDMAP protection 0x00)", false, false },
 	{ "oob", case_oob, false, false, false, { T(1, 1, 0x01), T(0, 1, 0x01) }, 2,
-	  "DDP tagged 0x01 base or bounds violation (or RDMAP protection 0x01)", false },
+	  "DDP tagged 0x01 base or bounds violation (or RDMAP protection 0x01)", false, false },
 	{ "oob-low", case_oob_low, false, false, false, { T(1, 1, 0x01), T(0, 1, 0x01) }, 2,
-	  "DDP tagged 0x01 base or bounds violation (or RDMAP protection 0x01)", false },
+	  "DDP tagged 0x01 base or bounds violation (or RDMAP protection 0x01)", false, false },
 	{ "oob-wrap", case_oob_wrap, false, false, false,
 	  { T(1, 1, 0x03), T(1, 1, 0x01), T(0, 1, 0x04), T(0, 1, 0x01) }, 4,
-	  "DDP tagged 0x03 TO wrap or 0x01 bounds (or the RDMAP protection twins)", false },
+	  "DDP tagged 0x03 TO wrap or 0x01 bounds (or the RDMAP protection twins)", false, false },
 	{ "no-access-write", case_no_access_write, false, false, false,
 	  { T(0, 1, 0x02), T(1, 1, 0x00) }, 2,
-	  "RFC 5040 RDMAP protection 0x02 access rights (siw: DDP tagged 0x00, DDP has no access code)", false },
+	  "RFC 5040 RDMAP protection 0x02 access rights (siw: DDP tagged 0x00, DDP has no access code)", false, false },
 	{ "no-access-read", case_no_access_read, false, false, false, { T(0, 1, 0x02) }, 1,
-	  "RFC 5040 §7: RDMAP remote protection, 0x02 access rights violation", true },
+	  "RFC 5040 §7: RDMAP remote protection, 0x02 access rights violation", true, false },
 	{ "read-oob", case_read_oob, false, false, false, { T(0, 1, 0x01) }, 1,
-	  "RFC 5040 §7: RDMAP remote protection, 0x01 base or bounds violation", true },
+	  "RFC 5040 §7: RDMAP remote protection, 0x01 base or bounds violation", true, false },
 	{ "read-bad-stag", case_read_bad_stag, false, false, false, { T(0, 1, 0x00) }, 1,
-	  "RFC 5040 §7: RDMAP remote protection, 0x00 invalid STag", true },
+	  "RFC 5040 §7: RDMAP remote protection, 0x00 invalid STag", true, false },
 	{ "read-beyond-ird", case_read_beyond_ird, false, false, false,
 	  { T(1, 2, 0x02), T(0, 2, 0x07) }, 2,
-	  "RFC 5041 §7: DDP untagged QN 1, 0x02 no buffer (siw: RDMAP remote op 0x07)", false },
+	  "RFC 5041 §7: DDP untagged QN 1, 0x02 no buffer (siw: RDMAP remote op 0x07)", false, false },
 	{ "bad-qn", case_bad_qn, false, false, false, { T(1, 2, 0x01) }, 1,
-	  "RFC 5041 §7: DDP untagged buffer, 0x01 invalid QN", false },
+	  "RFC 5041 §7: DDP untagged buffer, 0x01 invalid QN", false, false },
 	{ "bad-msn", case_bad_msn, false, false, false, { T(1, 2, 0x03), T(1, 2, 0x02) }, 2,
-	  "RFC 5041 §7: DDP untagged, 0x03 MSN range not valid (or 0x02 no buffer)", false },
+	  "RFC 5041 §7: DDP untagged, 0x03 MSN range not valid (or 0x02 no buffer)", false, false },
 	{ "bad-mo", case_bad_mo, false, false, false, { T(1, 2, 0x04), T(1, 2, 0x05) }, 2,
-	  "RFC 5041 §7: DDP untagged, 0x04 invalid MO (or 0x05 message too long)", false },
+	  "RFC 5041 §7: DDP untagged, 0x04 invalid MO (or 0x05 message too long)", false, false },
 	{ "peer-terminate", case_peer_terminate, false, false, true, { { 0 } }, 0,
-	  "we send TERMINATE: none comes back (a TERMINATE is never answered), victim closes", false },
+	  "we send TERMINATE: none comes back (a TERMINATE is never answered), victim closes", false, false },
 	{ "stray-read-resp", case_stray_read_resp, false, false, false,
 	  { T(0, 2, 0x06), T(0, 2, 0x07), T(0, 2, 0xff), T(1, 1, 0x00) }, 4,
-	  "RDMAP remote operation 0x06 unexpected opcode (or 0x07/0xff, or DDP invalid STag)", false },
+	  "RDMAP remote operation 0x06 unexpected opcode (or 0x07/0xff, or DDP invalid STag)", false, false },
+	{ "mpa-bad-key", case_mpa_bad_key, false, false, false, { { 0 } }, 0,
+	  "MPA request with a wrong key: reject or close", false, true },
+	{ "mpa-bad-rev", case_mpa_bad_rev, false, false, false, { { 0 } }, 0,
+	  "MPA request revision 9: reject or close", false, true },
+	{ "mpa-huge-pd", case_mpa_huge_pd, false, false, false, { { 0 } }, 0,
+	  "MPA request private data length 65535 > 512: reject or close", false, true },
 	{ "garbage", case_garbage, true, false, false, { { 0 } }, 0,
-	  "random bytes: any TERMINATE, then close", false },
+	  "random bytes: any TERMINATE, then close", false, false },
 };
 #undef T
 
@@ -951,6 +993,33 @@ static int verdict(const struct hcase *k, const struct seen *s,
 		      layer_name(s->layer), s->etype, s->ecode, k->why), 0;
 }
 
+/* After a broken MPA request: an MPA reply with R set and/or a close are
+ * fine; an accepting reply or silence until the deadline are not. */
+static int judge_bad_mpa(struct conn *c, const struct hcase *k, double deadline)
+{
+	uint8_t buf[20];
+	int rv;
+
+	printf("case %s: %s\n", k->name, k->why);
+	if (k->run(c, NULL) && errno != EPIPE && errno != ECONNRESET)
+		printf("send failed: reading what came back\n");
+	rv = recv_exact(c->fd, buf, sizeof(buf), deadline);
+	if (rv == 0) {
+		bool rej = !memcmp(buf, MPA_KEY_REP, 16) && (buf[16] & MPA_F_REJECT);
+
+		printf("victim answered: %s\n", rej ? "MPA reply with R (reject)" : "something else");
+		if (!rej)
+			return printf("FAIL %s: the broken request was not rejected\n", k->name), 1;
+		while ((rv = recv_exact(c->fd, buf, 1, deadline)) == 0)
+			;
+	}
+	close(c->fd);
+	if (rv == -ETIMEDOUT)
+		return printf("FAIL %s: the victim kept the connection open\n", k->name), 1;
+	return printf("PASS %s: rejected/closed (%s)\n", k->name,
+		      rv == -EPIPE ? "EOF" : strerror(-rv)), 0;
+}
+
 /* ---------------------------------------------------------- main ------ */
 
 static void usage(FILE *f)
@@ -1040,6 +1109,8 @@ int main(int argc, char **argv)
 	if (c.fd < 0)
 		return 2;
 	deadline = now_s() + o.timeout;
+	if (k->bad_mpa)
+		return judge_bad_mpa(&c, k, deadline);
 	if (mpa_request(&c, &o) || mpa_reply(&c, &o, deadline) || send_rtr(&c))
 		return 2;
 	printf("case %s: %s\n", k->name, k->why);
