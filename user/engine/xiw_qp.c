@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "xiw_cm.h"
 #include "xiw_obj.h"
 
 static atomic_uint qp_numbers = 0x100;
@@ -683,7 +684,8 @@ static void qp_teardown(struct xiw_qp *qp)
 }
 
 /**
- * xiw_qp_destroy() - abort a connected stream (the CM hears
+ * xiw_qp_destroy() - abort a connect still setting up on @qp
+ * (xiw_cm_qp_gone()) or a connected stream (the CM hears
  * xiw_cm_stream_closed(-ECONNABORTED) if it has not yet), flush, wait
  * until no upcall or queued progress callback uses the QP, free.
  * Must not be called on the progress thread while callbacks are queued.
@@ -693,6 +695,7 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 {
 	bool was_attached;
 
+	xiw_cm_qp_gone(qp);	/* a connect still setting up forgets @qp */
 	pthread_mutex_lock(&qp->tx_lock);
 	was_attached = qp->ever_attached;
 	pthread_mutex_unlock(&qp->tx_lock);
