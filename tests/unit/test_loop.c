@@ -472,6 +472,24 @@ static void test_write_imm(void **state)
 	send_one(&cli, &srv, 100, 1, 1, 73);	/* SENDs still in sequence */
 }
 
+/* A SEND that never finds a receive: the receiver stops reading, then
+ * gives up after XIW_RQ_WAIT_MS (set to 300 ms here) with TERMINATE. */
+static void test_rq_wait_timeout(void **state)
+{
+	struct ibv_wc wc;
+
+	(void)state;
+	post(&cli, 81, IBV_WR_SEND, 0, 1000, 1, 0, 0, 0);
+	expect_wc(cli.scq, 81, IBV_WC_SEND, 1000);
+	post_recv(&cli, 82, SINK, 64, 1);
+	wait_for(&srv, &srv.disconnected, 1);
+	wait_for(&cli, &cli.disconnected, 1);
+	assert_int_equal(srv.disc_status, -EPROTO);
+	poll_wc(cli.rcq, &wc);
+	assert_int_equal(wc.wr_id, 82);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+}
+
 /* WRITE to an invalid STag: the target sends TERMINATE; both sides end
  * in ERROR with flushed receives and a DISCONNECTED event. */
 static void test_terminate(void **state)
@@ -516,6 +534,8 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_inline_se, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_send_inv, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_imm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rq_wait_timeout, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_terminate, setup, teardown),
 	};
 	int ret;
@@ -553,6 +573,7 @@ int main(void)
 		fflush(stdout);
 		pid = fork();
 		if (pid == 0) {
+			putenv("XIW_RQ_WAIT_MS=300");
 			putenv((char *)modes[m][0]);
 			putenv((char *)modes[m][1]);
 			_exit(run_suite() ? 1 : 0);

@@ -190,6 +190,7 @@ struct xiw_orqe {
 };
 
 #define XIW_TERM_FLUSH_MS 2000	/* max wait to get a TERMINATE out */
+#define XIW_RQ_WAIT_MS 10000	/* a SEND waits this long for a receive */
 #define XIW_ORQ_SIZE 64		/* >= XIW_MAX_ORD + 1 (RTR), power of two */
 #define XIW_IRQ_SIZE 64		/* >= XIW_MAX_IRD + 1, power of two */
 
@@ -305,6 +306,7 @@ struct xiw_qp {
 	int end_err;			/* TERMINATE sent: report this */
 	bool term_waiting;		/* end the stream once it is out */
 	struct xiw_ptimer end_timer;	/* give up flushing it (progress) */
+	struct xiw_ptimer rq_timer;	/* SEND waits for a receive (progress) */
 	bool tx_hold, tx_wait_write, shutdown_pending, tx_dead;
 	int term;
 	uint8_t term_hdr[XIW_MAX_HDR_LEN];	/* offending FPDU header */

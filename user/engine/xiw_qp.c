@@ -445,6 +445,7 @@ static int qp_detach_locked(struct xiw_qp *qp, bool abort,
 	if (!abort) {
 		qp->shutdown_pending = true;
 		xiw_tx_push(qp);
+		xiw_rx_kick(qp);	/* read (and drop) until EOF, even if paused */
 		return 0;
 	}
 	*abort_llp = qp->llp;
@@ -510,6 +511,7 @@ void xiw_qp_stream_end(struct xiw_qp *qp, int err)
 	bool termed;
 
 	xiw_progress_timer_cancel(&qp->end_timer);
+	xiw_progress_timer_cancel(&qp->rq_timer);
 	pthread_mutex_lock(&qp->tx_lock);
 	if (!qp->attached) {
 		pthread_mutex_unlock(&qp->tx_lock);
@@ -657,6 +659,7 @@ static void qp_teardown_fn(void *arg)
 	struct qp_teardown *t = arg;
 
 	xiw_progress_timer_cancel(&t->qp->end_timer);
+	xiw_progress_timer_cancel(&t->qp->rq_timer);
 	xiw_qp_detach(t->qp, true);
 	pthread_mutex_lock(&t->lock);
 	t->done = true;

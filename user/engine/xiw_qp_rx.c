@@ -13,6 +13,7 @@
  * stops reading the socket (TCP flow control) until post_recv kicks it.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -582,6 +583,33 @@ static struct xiw_llp *rx_llp(struct xiw_qp *qp)
 	return l;
 }
 
+/* XIW_RQ_WAIT_MS=N overrides the wait (ms, >= 1). Progress thread only. */
+static unsigned int rx_rq_wait_ms(void)
+{
+	static unsigned int ms;
+	const char *v;
+
+	if (!ms) {
+		v = getenv("XIW_RQ_WAIT_MS");
+		ms = v && atoi(v) > 0 ? (unsigned int)atoi(v) : XIW_RQ_WAIT_MS;
+	}
+	return ms;
+}
+
+/*
+ * No receive was posted within XIW_RQ_WAIT_MS for a SEND that arrived:
+ * RFC 5041 §7.2 "no buffer available" (this also ends a stream whose EOF
+ * nobody reads while reading is paused).
+ */
+static void rx_rq_timeout(void *arg)
+{
+	struct xiw_qp *qp = arg;
+
+	xiw_log(XIW_LOG_WARN, "qp %u: no receive posted for a SEND in %u ms",
+		qp->ibv.qp_num, rx_rq_wait_ms());
+	xiw_qp_fatal(qp, XIW_T_DDP_NO_BUF);
+}
+
 /*
  * One recvmsg into the receive machine. Return: true to go on.
  * @final: the llp already failed; only drain what is queued (a TERMINATE
@@ -595,8 +623,11 @@ static bool rx_step(struct xiw_qp *qp, struct xiw_llp *l, bool final)
 
 	cnt = xiw_rx_iov(&qp->rx, iov, 64);
 	if (cnt == -EAGAIN) {	/* SEND without a posted receive */
-		if (!final)
+		if (!final) {
 			xiw_llp_pause_read(l, true);
+			xiw_progress_timer_arm(&qp->rq_timer, rx_rq_wait_ms(),
+					       rx_rq_timeout, qp);
+		}
 		return false;
 	}
 	if (cnt < 0)
@@ -716,6 +747,7 @@ static void rx_kick_fn(void *arg)
 	struct xiw_qp *qp = arg;
 	struct xiw_llp *l = rx_llp(qp);
 
+	xiw_progress_timer_cancel(&qp->rq_timer);
 	if (l) {
 		xiw_llp_pause_read(l, false);
 		xiw_rx_readable(qp);
