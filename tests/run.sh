@@ -93,11 +93,15 @@ run_test() {
 	dt=$(($(date +%s) - t0))
 
 	if [ -n "$sandir" ]; then
-		local found=0
-		if compgen -G "$sandir/*" >/dev/null; then
+		local found=0 reports
+		# ASan may create its log file without writing to it (a process
+		# killed at the wrong moment): only non-empty files are reports.
+		reports=$(find "$sandir" -type f -size +0 2>/dev/null | sort)
+		if [ -n "$reports" ]; then
 			{
 				echo "---- sanitizer reports ($sandir) ----"
-				cat "$sandir"/*
+				# shellcheck disable=SC2086 # one path per line, no spaces
+				cat $reports
 			} >>"$log"
 			found=1
 		elif grep -qE "$SAN_RE" "$log"; then
