@@ -522,6 +522,28 @@ static void test_terminate(void **state)
 	assert_int_equal(atomic_load(&srv.qp->state), IBV_QPS_ERR);
 }
 
+/* READ from an STag the target does not know: the target refuses it with
+ * a TERMINATE; the READ WR completes with the reason (remote access
+ * error), the WRs behind it are flushed. */
+static void test_read_refused(void **state)
+{
+	struct ibv_wc wc;
+
+	(void)state;
+	post(&cli, 61, IBV_WR_RDMA_READ, 0, 256, 1, IOVA_BASE,
+	     srv.mr->ibv.rkey ^ 0x55, 0);
+	post(&cli, 62, IBV_WR_SEND, 0, 16, 1, 0, 0, 0);
+	wait_for(&cli, &cli.disconnected, 1);
+	assert_int_equal(cli.disc_status, -EPROTO);
+	poll_wc(cli.scq, &wc);
+	assert_int_equal(wc.wr_id, 61);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(wc.opcode, IBV_WC_RDMA_READ);
+	poll_wc(cli.scq, &wc);
+	assert_int_equal(wc.wr_id, 62);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+}
+
 static int run_suite(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
@@ -537,6 +559,8 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_rq_wait_timeout, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_terminate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_refused, setup,
+						teardown),
 	};
 	int ret;
 

@@ -350,6 +350,8 @@ void xiw_qp_sq_retire(struct xiw_qp *qp);
  * WR with IBV_WC_WR_FLUSH_ERR (tx_lock held). Idempotent.
  */
 void xiw_qp_to_error(struct xiw_qp *qp);
+void xiw_qp_sq_flush(struct xiw_qp *qp);
+void xiw_qp_sq_fail_head(struct xiw_qp *qp, enum ibv_wc_status st);
 
 /**
  * xiw_qp_stream_end() - the stream is over (EOF, RST, TERMINATE): ERROR,

@@ -193,6 +193,33 @@ static void qp_set_state(struct xiw_qp *qp, enum ibv_qp_state s)
 }
 
 /**
+ * xiw_qp_sq_flush() - complete every SQ WR not yet completed with
+ * IBV_WC_WR_FLUSH_ERR, in posting order. tx_lock held. Used on the move to
+ * ERROR and for WRs posted while in ERROR (drain pattern: post a WR, wait
+ * for its flush completion).
+ */
+void xiw_qp_sq_flush(struct xiw_qp *qp)
+{
+	for (; qp->sq_tail != qp->sq_head; qp->sq_tail++)
+		sq_complete(qp, &qp->sq[qp->sq_tail & qp->sq_mask],
+			    IBV_WC_WR_FLUSH_ERR);
+	qp->sq_tx = qp->sq_head;
+}
+
+/**
+ * xiw_qp_sq_fail_head() - complete the oldest SQ WR that went on the wire
+ * but has not completed (e.g. a READ awaiting its response) with @st.
+ * tx_lock held. Does nothing when no such WR exists.
+ */
+void xiw_qp_sq_fail_head(struct xiw_qp *qp, enum ibv_wc_status st)
+{
+	if (qp->sq_tail == qp->sq_tx)
+		return;
+	sq_complete(qp, &qp->sq[qp->sq_tail & qp->sq_mask], st);
+	qp->sq_tail++;
+}
+
+/**
  * xiw_qp_to_error() - ERROR: every outstanding SQ WR (posted, in flight or
  * waiting for a READ response) and every posted RQ WR completes with
  * IBV_WC_WR_FLUSH_ERR, in posting order. tx_lock held. Idempotent.
@@ -204,10 +231,7 @@ void xiw_qp_to_error(struct xiw_qp *qp)
 	if (atomic_load(&qp->state) == IBV_QPS_ERR)
 		return;
 	qp_set_state(qp, IBV_QPS_ERR);
-	for (; qp->sq_tail != qp->sq_head; qp->sq_tail++)
-		sq_complete(qp, &qp->sq[qp->sq_tail & qp->sq_mask],
-			    IBV_WC_WR_FLUSH_ERR);
-	qp->sq_tx = qp->sq_head;
+	xiw_qp_sq_flush(qp);
 	qp->orq_tail = qp->orq_head;
 	qp->irq_tail = qp->irq_head;
 	qp->irq_active = false;

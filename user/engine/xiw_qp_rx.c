@@ -550,6 +550,24 @@ static void rx_after_rtr(struct xiw_qp *qp)
 		xiw_cm_rtr_received(conn);
 }
 
+/*
+ * WC status for the WR a peer's TERMINATE refused, from its layer and
+ * error type (RFC 5040 §7.2): protection errors (RDMAP remote protection,
+ * DDP tagged buffer) are access errors, DDP untagged buffer errors an
+ * invalid request, anything else a remote operation error.
+ */
+static enum ibv_wc_status term_wc_status(uint32_t ctrl)
+{
+	unsigned int layer = ctrl >> 28, etype = (ctrl >> 24) & 0xf;
+
+	if (etype == 1 && (layer == XIW_TERM_LAYER_RDMAP ||
+			   layer == XIW_TERM_LAYER_DDP))
+		return IBV_WC_REM_ACCESS_ERR;
+	if (etype == 2 && layer == XIW_TERM_LAYER_DDP)
+		return IBV_WC_REM_INV_REQ_ERR;
+	return IBV_WC_REM_OP_ERR;
+}
+
 static void rx_terminated(struct xiw_qp *qp)
 {
 	uint32_t c = qp->rxs.term_ctrl;
@@ -557,6 +575,11 @@ static void rx_terminated(struct xiw_qp *qp)
 	xiw_log(XIW_LOG_WARN,
 		"qp %u: TERMINATE received: layer %u type %u code %#x",
 		qp->ibv.qp_num, c >> 28, (c >> 24) & 0xf, (c >> 16) & 0xff);
+	/* The oldest WR on the wire is the one refused (responses come in
+	 * order); it gets the reason, the rest are flushed. */
+	pthread_mutex_lock(&qp->tx_lock);
+	xiw_qp_sq_fail_head(qp, term_wc_status(c));
+	pthread_mutex_unlock(&qp->tx_lock);
 	xiw_qp_stream_end(qp, -EPROTO);
 }
 

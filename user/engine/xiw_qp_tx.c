@@ -116,21 +116,26 @@ static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
  * RDMA_READ; INLINE copies the data now (<= max_inline_data).
  * Return: 0, or -errno with *bad the first WR not posted: -ENOMEM SQ full,
  * -EINVAL bad opcode (WITH_IMM, atomics), num_sge, lkey, inline length, or
- * QP not in RTS.
+ * QP not in RTS or ERROR. In ERROR the WRs complete at once with
+ * IBV_WC_WR_FLUSH_ERR, as verbs providers do.
  */
 int xiw_post_send(struct xiw_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad)
 {
+	enum ibv_qp_state state;
 	int ret = 0;
 
 	pthread_mutex_lock(&qp->tx_lock);
+	state = atomic_load(&qp->state);
 	for (; wr; wr = wr->next) {
-		ret = atomic_load(&qp->state) == IBV_QPS_RTS ? sqe_fill(qp, wr)
-							     : -EINVAL;
+		ret = state == IBV_QPS_RTS || state == IBV_QPS_ERR ?
+		      sqe_fill(qp, wr) : -EINVAL;
 		if (ret)
 			break;
 	}
-	if (!qp->tx_wait_write)
+	if (state == IBV_QPS_ERR)	/* verbs: complete them as flushed */
+		xiw_qp_sq_flush(qp);
+	else if (!qp->tx_wait_write)
 		xiw_tx_push(qp);
 	pthread_mutex_unlock(&qp->tx_lock);
 	if (ret && bad)
