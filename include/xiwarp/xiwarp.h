@@ -161,7 +161,10 @@ struct xiw_cq;	/* opaque; starts with `struct ibv_cq ibv` */
  */
 struct xiw_cq *xiw_cq_create(struct ibv_context *ctx, int cqe,
 			     void *cq_context, struct xiw_cchan *ch);
-/** xiw_cq_destroy() - Return: 0, or -EBUSY while a QP still uses it. */
+/**
+ * xiw_cq_destroy() - Return: 0, or -EBUSY while a QP still uses it or a
+ * thread waits in xiw_cq_wait() on it.
+ */
 int xiw_cq_destroy(struct xiw_cq *cq);
 /** xiw_cq_poll() - Return: number of WCs written to @wc (0..n). */
 int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc);
@@ -172,6 +175,42 @@ int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc);
 int xiw_cq_req_notify(struct xiw_cq *cq, int solicited_only);
 /** xiw_cq_ack_events() - account @n events returned by the channel. */
 void xiw_cq_ack_events(struct xiw_cq *cq, unsigned int n);
+
+/**
+ * xiw_cq_wait() - adaptive completion wait (seed 001, "Efficient event
+ * completion"): reap at least @nmin completions with at most one sleep.
+ * @cq:         the CQ (any CQ; a completion channel is neither needed nor
+ *              used: xiw_cq_req_notify() arming and channel events are
+ *              not affected).
+ * @nmin:       CQEs to wait for, 1..cq size (ibv.cqe). The seed's choice is
+ *              the number of completions the caller still expects.
+ * @timeout_ms: milliseconds to wait for @nmin CQEs; < 0: no limit, 0: do
+ *              not sleep (and do not spin).
+ * @wc:         out: array of @nwc entries.
+ * @nwc:        capacity of @wc (>= 1); may be smaller than @nmin.
+ *
+ * Looks once; if fewer than @nmin CQEs are queued, spins up to
+ * XIW_CQ_SPIN_US microseconds (environment, read once; default 0: no spin)
+ * and then sleeps on a futex the CQ wakes once, when the queued count
+ * reaches @nmin (not once per CQE), or until the timeout; then drains up
+ * to @nwc CQEs through xiw_cq_poll() without sleeping again. Error and
+ * flush CQEs (IBV_WC_WR_FLUSH_ERR of a QP in ERROR) count like any other.
+ * "Queued" means pushed and not yet polled: CQEs another thread polls
+ * meanwhile do not count. A signal does not end the wait.
+ *
+ * One waiter per CQ: a second thread calling xiw_cq_wait() on the same CQ
+ * while one waits gets -EBUSY (xiw_cq_poll() from other threads stays
+ * allowed). xiw_cq_destroy() returns -EBUSY while a thread is inside
+ * xiw_cq_wait() on the CQ.
+ *
+ * Return: number of WCs written to @wc, >= min(@nmin, @nwc) unless the
+ * timeout expired: then a short count (what was queued, up to @nwc), or
+ * -ETIMEDOUT if nothing was queued.
+ * -EINVAL (@nmin < 1 or > cq size, @nwc < 1, @wc NULL), -EBUSY (another
+ * thread waits on @cq).
+ */
+int xiw_cq_wait(struct xiw_cq *cq, int nmin, int timeout_ms,
+		struct ibv_wc *wc, int nwc);
 
 /* ---------------------------------------------------------------- QP --- */
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "xiw_obj.h"
+#include "xiw_cq_wait.h"
 
 /**
  * xiw_cchan_create() - a completion channel: a pipe whose read end is
@@ -118,11 +119,12 @@ struct xiw_cq *xiw_cq_create(struct ibv_context *ctx, int cqe,
 
 /**
  * xiw_cq_destroy() - free @cq.
- * Return: 0, or -EBUSY while a QP still uses it (the CQ stays valid).
+ * Return: 0, or -EBUSY while a QP still uses it or a thread is in
+ * xiw_cq_wait() on it (the CQ stays valid).
  */
 int xiw_cq_destroy(struct xiw_cq *cq)
 {
-	if (atomic_load(&cq->nqp) > 0)
+	if (atomic_load(&cq->nqp) > 0 || atomic_load(&cq->waiter))
 		return -EBUSY;
 	if (cq->ch)
 		__atomic_sub_fetch(&cq->ch->ibv.refcnt, 1, __ATOMIC_ACQ_REL);
@@ -223,7 +225,7 @@ static void cq_fire(struct xiw_cq *cq)
  */
 int xiw_cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
-	bool fire = false;
+	bool fire = false, wake = false;
 
 	pthread_mutex_lock(&cq->lock);
 	if (cq->head - cq->tail >= cq->size) {
@@ -241,9 +243,13 @@ int xiw_cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited)
 		cq->armed = XIW_CQ_DISARMED;
 		fire = true;
 	}
+	if (cq->wait_nmin)	/* an xiw_cq_wait() sleeper's threshold */
+		wake = xiw_cq_wait_due(cq);
 	/* fire under the lock: events stay in CQE order per CQ */
 	if (fire)
 		cq_fire(cq);
 	pthread_mutex_unlock(&cq->lock);
+	if (wake)
+		xiw_cq_wait_wake(cq);
 	return 0;
 }

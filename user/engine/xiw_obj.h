@@ -127,6 +127,12 @@ struct xiw_cq {
 	uint64_t overflow;
 	struct xiw_cchan *ch;
 	atomic_int nqp;
+	/* xiw_cq_wait() (xiw_cq_wait.c, xiw_cq_wait.h): one sleeping waiter */
+	uint32_t wait_nmin;	/* lock: wake when head - tail >= it; 0 none */
+	uint32_t wait_seq;	/* futex word, bumped by the waking push */
+	uint64_t wait_wakes;	/* lock: futex wakes issued by push */
+	atomic_uint_fast64_t wait_sleeps;	/* FUTEX_WAITs by waiters */
+	atomic_int waiter;	/* a thread is in xiw_cq_wait (destroy: -EBUSY) */
 };
 
 /**

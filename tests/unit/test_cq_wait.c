@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: MIT
+/*
+ * xiw_cq_wait() (seed 001, adaptive completion wait): one wake-up for nmin
+ * completions, not one per completion; no sleep when enough are queued;
+ * timeouts; argument checks; one waiter per CQ; destroy while waiting;
+ * flush CQEs of a QP in ERROR count; the channel path is untouched.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "xiw_obj.h"
+#include "xiw_cq_wait.h"
+
+static void push(struct xiw_cq *cq, uint64_t id, enum ibv_wc_status st)
+{
+	struct ibv_wc wc = { .wr_id = id, .status = st };
+
+	assert_int_equal(xiw_cq_push(cq, &wc, false), 0);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct xiw_cq_wait_stats stats(struct xiw_cq *cq)
+{
+	struct xiw_cq_wait_stats st;
+
+	xiw_cq_wait_stats(cq, &st);
+	return st;
+}
+
+/* A thread blocked in xiw_cq_wait(); @ret and @wc once it returns. */
+struct waiter {
+	pthread_t tid;
+	struct xiw_cq *cq;
+	int nmin, timeout_ms, nwc;
+	struct ibv_wc wc[64];
+	atomic_int done;
+	int ret;
+};
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->ret = xiw_cq_wait(w->cq, w->nmin, w->timeout_ms, w->wc, w->nwc);
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+/* Start a waiter and return once it sleeps on the CQ's futex. */
+static void waiter_start(struct waiter *w, struct xiw_cq *cq, int nmin)
+{
+	uint64_t sleeps0 = stats(cq).sleeps;
+
+	w->cq = cq;
+	w->nmin = nmin;
+	w->timeout_ms = 10000;
+	w->nwc = 64;
+	atomic_init(&w->done, 0);
+	assert_int_equal(pthread_create(&w->tid, NULL, waiter_main, w), 0);
+	for (int i = 0; i < 5000 && stats(cq).sleeps == sleeps0; i++)
+		usleep(1000);
+	assert_true(stats(cq).sleeps > sleeps0);
+}
+
+static void test_wakes_once(void **state)
+{
+	struct xiw_cq *cq = xiw_cq_create(NULL, 64, NULL, NULL);
+	struct waiter w;
+
+	(void)state;
+	waiter_start(&w, cq, 32);
+	/* one by one, far apart: a per-CQE wake would show */
+	for (int i = 0; i < 31; i++) {
+		push(cq, 100 + i, IBV_WC_SUCCESS);
+		usleep(200);
+	}
+	usleep(2000);
+	assert_int_equal(atomic_load(&w.done), 0);
+	assert_int_equal(stats(cq).wakes, 0);
+	push(cq, 131, IBV_WC_SUCCESS);
+	assert_int_equal(pthread_join(w.tid, NULL), 0);
+	assert_int_equal(w.ret, 32);
+	for (int i = 0; i < 32; i++)
+		assert_int_equal(w.wc[i].wr_id, 100 + i);
+	assert_int_equal(stats(cq).wakes, 1);
+	assert_int_equal(stats(cq).sleeps, 1);
+	/* the threshold is gone: later pushes wake nobody */
+	push(cq, 200, IBV_WC_SUCCESS);
+	assert_int_equal(stats(cq).wakes, 1);
+	assert_int_equal(cq->wait_nmin, 0);
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+}
+
+static void test_ready_no_sleep(void **state)
+{
+	struct xiw_cq *cq = xiw_cq_create(NULL, 64, NULL, NULL);
+	struct ibv_wc wc[64];
+
+	(void)state;
+	for (int i = 0; i < 40; i++)
+		push(cq, i, IBV_WC_SUCCESS);
+	/* >= nmin queued: returns at once with everything (up to nwc) */
+	assert_int_equal(xiw_cq_wait(cq, 32, -1, wc, 64), 40);
+	assert_int_equal(wc[39].wr_id, 39);
+	for (int i = 0; i < 40; i++)
+		push(cq, i, IBV_WC_SUCCESS);
+	/* nwc < nmin: take nwc; the rest satisfies the next call at once */
+	assert_int_equal(xiw_cq_wait(cq, 40, -1, wc, 16), 16);
+	assert_int_equal(wc[0].wr_id, 0);
+	assert_int_equal(xiw_cq_wait(cq, 24, -1, wc, 64), 24);
+	assert_int_equal(wc[0].wr_id, 16);
+	assert_int_equal(stats(cq).sleeps, 0);
+	assert_int_equal(stats(cq).wakes, 0);
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+}
+
+static void test_timeout(void **state)
+{
+	struct xiw_cq *cq = xiw_cq_create(NULL, 16, NULL, NULL);
+	struct ibv_wc wc[16];
+	uint64_t t0;
+
+	(void)state;
+	/* nothing queued */
+	t0 = now_ms();
+	assert_int_equal(xiw_cq_wait(cq, 1, 30, wc, 16), -ETIMEDOUT);
+	assert_true(now_ms() - t0 >= 30);
+	assert_int_equal(xiw_cq_wait(cq, 1, 0, wc, 16), -ETIMEDOUT);
+	/* some queued, fewer than nmin: a short count after the timeout */
+	for (int i = 0; i < 3; i++)
+		push(cq, 7 + i, IBV_WC_SUCCESS);
+	t0 = now_ms();
+	assert_int_equal(xiw_cq_wait(cq, 8, 40, wc, 16), 3);
+	assert_true(now_ms() - t0 >= 40);
+	assert_int_equal(wc[2].wr_id, 9);
+	/* timeout 0: no sleep, whatever is there */
+	push(cq, 1, IBV_WC_SUCCESS);
+	assert_int_equal(xiw_cq_wait(cq, 8, 0, wc, 16), 1);
+	/* a timed-out waiter leaves no threshold behind */
+	assert_int_equal(cq->wait_nmin, 0);
+	push(cq, 2, IBV_WC_SUCCESS);
+	assert_int_equal(stats(cq).wakes, 0);
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+}
+
+static void test_einval(void **state)
+{
+	struct xiw_cq *cq = xiw_cq_create(NULL, 10, NULL, NULL);	/* 16 */
+	struct ibv_wc wc[4];
+
+	(void)state;
+	assert_int_equal(xiw_cq_wait(cq, 17, -1, wc, 4), -EINVAL);
+	assert_int_equal(xiw_cq_wait(cq, 0, -1, wc, 4), -EINVAL);
+	assert_int_equal(xiw_cq_wait(cq, -1, -1, wc, 4), -EINVAL);
+	assert_int_equal(xiw_cq_wait(cq, 1, -1, wc, 0), -EINVAL);
+	assert_int_equal(xiw_cq_wait(cq, 1, -1, NULL, 4), -EINVAL);
+	/* nmin == size is fine */
+	for (int i = 0; i < 16; i++)
+		push(cq, i, IBV_WC_SUCCESS);
+	assert_int_equal(xiw_cq_wait(cq, 16, -1, wc, 4), 4);
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+}
+
+static void test_busy(void **state)
+{
+	struct xiw_cq *cq = xiw_cq_create(NULL, 16, NULL, NULL);
+	struct ibv_wc wc[4];
+	struct waiter w;
+
+	(void)state;
+	waiter_start(&w, cq, 2);
+	assert_int_equal(xiw_cq_wait(cq, 1, 0, wc, 4), -EBUSY);
+	assert_int_equal(xiw_cq_destroy(cq), -EBUSY);
+	push(cq, 1, IBV_WC_SUCCESS);
+	push(cq, 2, IBV_WC_SUCCESS);
+	assert_int_equal(pthread_join(w.tid, NULL), 0);
+	assert_int_equal(w.ret, 2);
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+}
+
+static int modify(struct xiw_qp *qp, enum ibv_qp_state s)
+{
+	struct ibv_qp_attr a = { .qp_state = s };
+
+	return xiw_qp_modify(qp, &a, IBV_QP_STATE);
+}
+
+/* A QP moved to ERROR flushes its receives: flush CQEs reach nmin. */
+static void test_flush_counts(void **state)
+{
+	static uint8_t buf[64];
+	struct xiw_pd *pd = xiw_pd_alloc(NULL, NULL);
+	struct xiw_cq *cq = xiw_cq_create(NULL, 16, NULL, NULL);
+	struct ibv_qp_init_attr a = {
+		.qp_type = IBV_QPT_RC, .send_cq = &cq->ibv, .recv_cq = &cq->ibv,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct xiw_qp *qp = xiw_qp_create(pd, &a);
+	struct xiw_mr *mr = xiw_mr_reg(pd, buf, sizeof(buf), (uintptr_t)buf,
+				       IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = { (uintptr_t)buf, 16, 0 };
+	struct ibv_recv_wr r = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct waiter w;
+
+	(void)state;
+	assert_non_null(qp);
+	assert_non_null(mr);
+	sge.lkey = mr->ibv.lkey;
+	assert_int_equal(modify(qp, IBV_QPS_INIT), 0);
+	for (int i = 0; i < 3; i++) {
+		r.wr_id = 50 + i;
+		assert_int_equal(xiw_post_recv(qp, &r, &bad), 0);
+	}
+	waiter_start(&w, cq, 3);
+	assert_int_equal(modify(qp, IBV_QPS_ERR), 0);
+	assert_int_equal(pthread_join(w.tid, NULL), 0);
+	assert_int_equal(w.ret, 3);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(w.wc[i].wr_id, 50 + i);
+		assert_int_equal(w.wc[i].status, IBV_WC_WR_FLUSH_ERR);
+	}
+	assert_int_equal(stats(cq).wakes, 1);
+	assert_int_equal(xiw_qp_destroy(qp), 0);
+	assert_int_equal(xiw_mr_dereg(mr), 0);
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+	assert_int_equal(xiw_pd_free(pd), 0);
+}
+
+/* An armed channel still gets its one event; the waiter its one wake. */
+static void test_channel_untouched(void **state)
+{
+	struct xiw_cchan *ch = xiw_cchan_create(NULL);
+	struct xiw_cq *cq = xiw_cq_create(NULL, 16, NULL, ch), *ev;
+	struct pollfd p = { .fd = ch->ibv.fd, .events = POLLIN };
+	struct waiter w;
+
+	(void)state;
+	assert_int_equal(xiw_cq_req_notify(cq, 0), 0);
+	waiter_start(&w, cq, 4);
+	for (int i = 0; i < 4; i++)
+		push(cq, i, IBV_WC_SUCCESS);
+	assert_int_equal(pthread_join(w.tid, NULL), 0);
+	assert_int_equal(w.ret, 4);
+	assert_int_equal(xiw_cchan_get_event(ch, &ev), 0);
+	assert_ptr_equal(ev, cq);
+	xiw_cq_ack_events(cq, 1);
+	assert_int_equal(poll(&p, 1, 0), 0);	/* one event, not four */
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+	assert_int_equal(xiw_cchan_destroy(ch), 0);
+}
+
+/* Producer for the stress test: @n CQEs with random gaps. */
+struct producer {
+	struct xiw_cq *cq;
+	int n;
+	unsigned int seed;
+};
+
+static void *producer_main(void *arg)
+{
+	struct producer *p = arg;
+	struct ibv_wc wc = { .status = IBV_WC_SUCCESS };
+
+	for (int i = 0; i < p->n; i++) {
+		wc.wr_id = (uint64_t)i;
+		if (xiw_cq_push(p->cq, &wc, false))
+			abort();	/* the CQ holds all N */
+		if (rand_r(&p->seed) % 8 == 0)
+			usleep(rand_r(&p->seed) % 50);
+	}
+	return NULL;
+}
+
+/*
+ * Races of arming vs pushing (ThreadSanitizer target): the seed's loop,
+ * nmin = completions still expected, must reap every CQE in order and
+ * never hang; no more wakes than sleeps.
+ */
+static void test_stress(void **state)
+{
+	enum { N = 20000 };
+	struct xiw_cq *cq = xiw_cq_create(NULL, N, NULL, NULL);
+	struct producer p = { .cq = cq, .n = N, .seed = 1 };
+	struct ibv_wc wc[64];
+	pthread_t tid;
+	int got = 0;
+
+	(void)state;
+	assert_int_equal(pthread_create(&tid, NULL, producer_main, &p), 0);
+	while (got < N) {
+		int want = N - got < 64 ? N - got : 1 + got % 64;
+		int n = xiw_cq_wait(cq, want, 5000, wc, 64);
+
+		assert_true(n > 0);
+		for (int i = 0; i < n; i++)
+			assert_int_equal(wc[i].wr_id, (uint64_t)(got + i));
+		got += n;
+	}
+	assert_int_equal(pthread_join(tid, NULL), 0);
+	assert_true(stats(cq).wakes <= stats(cq).sleeps);
+	assert_int_equal(cq->overflow, 0);
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_wakes_once),
+		cmocka_unit_test(test_ready_no_sleep),
+		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_einval),
+		cmocka_unit_test(test_busy),
+		cmocka_unit_test(test_flush_counts),
+		cmocka_unit_test(test_channel_untouched),
+		cmocka_unit_test(test_stress),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
