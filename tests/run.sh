@@ -237,6 +237,12 @@ tier_bpf() {
 	for src in "${srcs[@]}"; do
 		name=$(basename "$src" .c)
 		bin="$b/tests/bpf/$name"
+		if [ "$(id -u)" -ne 0 ]; then
+			filtered_out "bpf/$name" && continue
+			nskip=$((nskip + 1))
+			printf 'SKIP  %-44s %4ss  (%s)\n' "bpf/$name" 0 "loading BPF programs needs root"
+			continue
+		fi
 		if [ ! -x "$bin" ]; then
 			fail_now "bpf/$name" "not built: $bin missing, run 'make tests'"
 			continue

@@ -88,7 +88,7 @@ xc_setup() {
 	xiw_netns_trap "$XC_PREFIX"
 	xiw_netns_up "$XC_PREFIX" || rc=$?
 	if [ $rc -ne 0 ]; then
-		[ $rc -eq 77 ] && echo "SKIP: cannot create network namespaces (see above)"
+		[ $rc -eq 77 ] && echo "SKIP: no network namespaces here (they need root and a working 'ip netns')"
 		return $rc
 	fi
 	echo "namespaces $XIW_NS_A ($XIW_IP_A) <-> $XIW_NS_B ($XIW_IP_B), BUILD=$BUILD"
