@@ -10,7 +10,8 @@
 # All latencies are one-way (half round trip), as each tool reports them.
 # perftest's MB/s are 2^20 bytes/s. Needs root. Not a timed test.
 # Environment: BUILD (default build), XIW_* knobs (both sides),
-# XIW_KEEP_LOGS=1, XIW_BENCH_TIME=5 (seconds for iperf3/sockperf).
+# XIW_KEEP_LOGS=1, XIW_BENCH_TIME=5 (seconds for iperf3/sockperf),
+# XIW_BENCH_REPS=3 (runs of each latency test; the median is reported).
 set -uo pipefail
 
 ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -92,27 +93,42 @@ fi
 xiw_stop "$sp_pid" 2 || true
 [ -n "$sp_p50" ] || note+=("sockperf failed (see $XIW_LOGDIR/sockperf.*.log)")
 
-progress "fi_pingpong -p tcp -e msg -S 64 (libfabric tcp provider, no xiwarp)"
-fi_lat=""
-if xiw_pair fi_pingpong 17604 60 \
-	fi_pingpong -p tcp -e msg -S 64 -I 20000 -B 17604 -- \
-	fi_pingpong -p tcp -e msg -S 64 -I 20000 -P 17604 "$XIW_IP_A"; then
-	fi_lat=$(awk '$1 == "bytes" { for (i = 1; i <= NF; i++) if ($i == "usec/xfer") c = i; next }
-		c && $1 ~ /^[0-9]+$/ { print $c; exit }' "$XIW_PAIR_CLOG")
-fi
+# median VALUES...: the middle value (numbers; empty ones ignored)
+median() {
+	printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
+		awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'
+}
+
+# Latencies: REPS runs each (different ports), the median is reported.
+REPS=${XIW_BENCH_REPS:-3}
+progress "fi_pingpong -p tcp -e msg -S 64 (libfabric tcp provider, no xiwarp) x$REPS"
+vals=()
+for ((r = 0; r < REPS; r++)); do
+	port=$((17610 + r))
+	if xiw_pair "fi_pingpong.$r" "$port" 60 \
+		fi_pingpong -p tcp -e msg -S 64 -I 20000 -B "$port" -- \
+		fi_pingpong -p tcp -e msg -S 64 -I 20000 -P "$port" "$XIW_IP_A"; then
+		vals+=("$(awk '$1 == "bytes" { for (i = 1; i <= NF; i++) if ($i == "usec/xfer") c = i; next }
+			c && $1 ~ /^[0-9]+$/ { print $c; exit }' "$XIW_PAIR_CLOG")")
+	fi
+done
+fi_lat=$(median "${vals[@]}")
 [ -n "$fi_lat" ] || note+=("fi_pingpong failed: ${XIW_PAIR_WHY:-no result line}")
 
 declare -A lat
 for prog in ib_write_lat ib_send_lat; do
-	progress "$prog -R -s 8 over xiwarp"
-	lat[$prog]=""
-	port=17605
-	[ $prog = ib_send_lat ] && port=17606
-	if xiw_pair "$prog" "$port" 60 \
-		"$XIWRUN" "$prog" -R -F -s 8 -n 10000 -p "$port" -- \
-		"$XIWRUN" "$prog" -R -F -s 8 -n 10000 -p "$port" "$XIW_IP_A"; then
-		lat[$prog]=$(xiw_perftest_value "$XIW_PAIR_CLOG" lat || true)
-	fi
+	progress "$prog -R -s 8 over xiwarp x$REPS"
+	vals=()
+	for ((r = 0; r < REPS; r++)); do
+		port=$((17620 + r))
+		[ $prog = ib_send_lat ] && port=$((17630 + r))
+		if xiw_pair "$prog.$r" "$port" 60 \
+			"$XIWRUN" "$prog" -R -F -s 8 -n 10000 -p "$port" -- \
+			"$XIWRUN" "$prog" -R -F -s 8 -n 10000 -p "$port" "$XIW_IP_A"; then
+			vals+=("$(xiw_perftest_value "$XIW_PAIR_CLOG" lat || true)")
+		fi
+	done
+	lat[$prog]=$(median "${vals[@]}")
 	[ -n "${lat[$prog]}" ] || note+=("$prog failed: ${XIW_PAIR_WHY:-no result line}")
 done
 
@@ -136,7 +152,7 @@ for prog in ib_write_lat ib_send_lat; do
 		"${r:+$r x TCP}${r2:+, $r2 x libfabric}"
 done
 echo
-echo "latencies are one-way (half round trip); 2 vCPUs shared: expect noise"
+echo "latencies are one-way (half round trip), median of $REPS runs; 2 vCPUs shared: expect noise"
 if [ ${#note[@]} -gt 0 ]; then
 	printf 'bench: %s\n' "${note[@]}"
 	exit 1
