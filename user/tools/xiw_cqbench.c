@@ -36,7 +36,17 @@ struct result {
 	double wall_ms, cpu_ms;
 	long vcsw, ivcsw;
 	uint64_t sleeps, wakes, events;
+	double lat_avg_us, lat_p99_us;
 };
+
+/*
+ * Reap latency per burst: from just before the producer pushes a burst's
+ * last CQE to the consumer holding it (what sleeping costs in latency).
+ */
+static struct {
+	int burst, nb, n;
+	uint64_t *pushed, *reaped;	/* ns, per burst */
+} lat;
 
 struct producer {
 	struct xiw_cq *cq;
@@ -87,6 +97,8 @@ static void *producer_main(void *arg)
 		for (int i = 0; i < o->burst && id < (uint64_t)o->n; i++) {
 			if (i)
 				spin_until(now_ns() + (uint64_t)o->space_us * 1000);
+			if (i == o->burst - 1 || id == (uint64_t)o->n - 1)
+				lat.pushed[id / (uint64_t)o->burst] = now_ns();
 			push_one(p->cq, id++);
 		}
 		if (o->gap_us)
@@ -105,6 +117,8 @@ static void check_order(const struct ibv_wc *wc, int n, int *got)
 				(unsigned long long)wc[i].wr_id, *got);
 			exit(1);
 		}
+		if ((*got + 1) % lat.burst == 0 || *got + 1 == lat.n)
+			lat.reaped[*got / lat.burst] = now_ns();
 	}
 }
 
@@ -170,6 +184,39 @@ static void reap_busy(struct xiw_cq *cq, const struct opts *o,
 		check_order(wc, xiw_cq_poll(cq, 64, wc), &got);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int lat_init(const struct opts *o)
+{
+	lat.burst = o->burst;
+	lat.n = o->n;
+	lat.nb = (o->n + o->burst - 1) / o->burst;
+	free(lat.pushed);
+	free(lat.reaped);
+	lat.pushed = calloc((size_t)lat.nb, sizeof(uint64_t));
+	lat.reaped = calloc((size_t)lat.nb, sizeof(uint64_t));
+	return lat.pushed && lat.reaped ? 0 : -1;
+}
+
+/* avg and p99 of reaped - pushed over the bursts, in us */
+static void lat_stats(struct result *r)
+{
+	uint64_t *d = lat.reaped, sum = 0;
+
+	for (int i = 0; i < lat.nb; i++) {
+		d[i] = d[i] > lat.pushed[i] ? d[i] - lat.pushed[i] : 0;
+		sum += d[i];
+	}
+	qsort(d, (size_t)lat.nb, sizeof(*d), cmp_u64);
+	r->lat_avg_us = (double)sum / lat.nb / 1e3;
+	r->lat_p99_us = (double)d[(lat.nb - 1) * 99 / 100] / 1e3;
+}
+
 static double tv_ms(struct timeval tv)
 {
 	return tv.tv_sec * 1e3 + tv.tv_usec / 1e3;
@@ -189,7 +236,7 @@ static int run_mode(enum mode m, const struct opts *o, struct result *r)
 	pthread_t tid;
 	uint64_t t0;
 
-	if (!cq)
+	if (!cq || lat_init(o))
 		return -1;
 	memset(r, 0, sizeof(*r));
 	pthread_barrier_init(&p.start, NULL, 2);
@@ -208,6 +255,7 @@ static int run_mode(enum mode m, const struct opts *o, struct result *r)
 	xiw_cq_wait_stats(cq, &st);
 	r->sleeps = st.sleeps;
 	r->wakes = st.wakes;
+	lat_stats(r);
 	pthread_barrier_destroy(&p.start);
 	xiw_cq_destroy(cq);
 	xiw_cchan_destroy(ch);
@@ -220,23 +268,24 @@ static void print_table(const struct opts *o, const struct result *r)
 {
 	const struct result *busy = (o->modes & (1u << M_BUSY)) ? &r[M_BUSY] : NULL;
 
-	printf("%-13s %9s %9s %7s %8s %8s %9s %9s %9s\n", "mode", "wall_ms",
-	       "cpu_ms", "cpu/bp", "vcsw", "ivcsw", "csw/kCQE", "sleeps",
-	       "events");
+	printf("%-13s %8s %8s %7s %7s %6s %8s %7s %7s %8s %8s\n", "mode",
+	       "wall_ms", "cpu_ms", "cpu/bp", "vcsw", "ivcsw", "csw/kCQE",
+	       "sleeps", "events", "lat_us", "p99_us");
 	for (int m = 0; m < M_NR; m++) {
 		const struct result *x = &r[m];
 
 		if (!(o->modes & (1u << m)))
 			continue;
-		printf("%-13s %9.1f %9.1f ", mode_name[m], x->wall_ms, x->cpu_ms);
+		printf("%-13s %8.1f %8.1f ", mode_name[m], x->wall_ms, x->cpu_ms);
 		if (busy && busy->cpu_ms > 0)
 			printf("%7.3f ", x->cpu_ms / busy->cpu_ms);
 		else
 			printf("%7s ", "-");
-		printf("%8ld %8ld %9.1f %9llu %9llu\n", x->vcsw, x->ivcsw,
-		       (x->vcsw + x->ivcsw) * 1000.0 / o->n,
+		printf("%7ld %6ld %8.1f %7llu %7llu %8.1f %8.1f\n", x->vcsw,
+		       x->ivcsw, (x->vcsw + x->ivcsw) * 1000.0 / o->n,
 		       (unsigned long long)x->sleeps,
-		       (unsigned long long)x->events);
+		       (unsigned long long)x->events, x->lat_avg_us,
+		       x->lat_p99_us);
 	}
 }
 
@@ -267,7 +316,9 @@ static void usage(FILE *f)
 "  adaptive      xiw_cq_wait(cq, nmin = CQEs of the burst still expected)\n"
 "  always-block  verbs style: poll, req_notify, poll, wait for a channel event\n"
 "  busy-poll     xiw_cq_poll() in a loop (XIW_POLL_YIELD applies)\n"
-"Consumer = main thread; getrusage(RUSAGE_THREAD) context switches and CPU.\n"
+"Consumer = main thread; getrusage(RUSAGE_THREAD) context switches and CPU;\n"
+"cpu/bp = CPU / busy-poll's; sleeps = xiw_cq_wait futex sleeps; events =\n"
+"channel events; lat_us/p99_us = a burst's last CQE pushed -> reaped.\n"
 "  -n, --n N          completions (default 100000)\n"
 "  -b, --burst B      completions per burst = WRs the consumer expects (32)\n"
 "  -s, --space-us S   us between CQEs inside a burst, busy-waited (2)\n"
