@@ -3,11 +3,13 @@
  * xiw_cq_wait() (seed 001, adaptive completion wait): one wake-up for nmin
  * completions, not one per completion; no sleep when enough are queued;
  * timeouts; argument checks; one waiter per CQ; destroy while waiting;
- * flush CQEs of a QP in ERROR count; the channel path is untouched.
+ * flush CQEs of a QP in ERROR count; the channel path is untouched; the
+ * bounded spin; signals; arming vs pushing races.
  */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -265,6 +267,84 @@ static void test_channel_untouched(void **state)
 	assert_int_equal(xiw_cchan_destroy(ch), 0);
 }
 
+/* Pushes @n CQEs after @delay_us (spin and signal tests). */
+struct late {
+	pthread_t tid;
+	struct xiw_cq *cq;
+	int n, delay_us;
+};
+
+static void *late_main(void *arg)
+{
+	struct late *l = arg;
+
+	usleep((useconds_t)l->delay_us);
+	for (int i = 0; i < l->n; i++)
+		push(l->cq, (uint64_t)i, IBV_WC_SUCCESS);
+	return NULL;
+}
+
+static void late_start(struct late *l, struct xiw_cq *cq, int n, int delay_us)
+{
+	l->cq = cq;
+	l->n = n;
+	l->delay_us = delay_us;
+	assert_int_equal(pthread_create(&l->tid, NULL, late_main, l), 0);
+}
+
+/* XIW_CQ_SPIN_US: CQEs that arrive within the spin cost no sleep. */
+static void test_spin(void **state)
+{
+	struct xiw_cq *cq = xiw_cq_create(NULL, 16, NULL, NULL);
+	struct ibv_wc wc[16];
+	struct late l;
+
+	(void)state;
+	xiw_cq_wait_spin_set(2000000);	/* 2 s: surely within */
+	late_start(&l, cq, 4, 1000);
+	assert_int_equal(xiw_cq_wait(cq, 4, 10000, wc, 16), 4);
+	assert_int_equal(pthread_join(l.tid, NULL), 0);
+	assert_int_equal(stats(cq).sleeps, 0);
+	/* a spin shorter than the arrival: sleep after it, one wake */
+	xiw_cq_wait_spin_set(100);
+	late_start(&l, cq, 4, 50000);
+	assert_int_equal(xiw_cq_wait(cq, 4, 10000, wc, 16), 4);
+	assert_int_equal(pthread_join(l.tid, NULL), 0);
+	assert_int_equal(stats(cq).wakes, 1);
+	/* the spin never outlasts the timeout */
+	xiw_cq_wait_spin_set(2000000);
+	assert_int_equal(xiw_cq_wait(cq, 1, 20, wc, 16), -ETIMEDOUT);
+	xiw_cq_wait_spin_set(0);
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/* A signal (EINTR from FUTEX_WAIT) does not end the wait. */
+static void test_signal(void **state)
+{
+	struct xiw_cq *cq = xiw_cq_create(NULL, 16, NULL, NULL);
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct waiter w;
+
+	(void)state;
+	sigaction(SIGUSR1, &sa, NULL);
+	waiter_start(&w, cq, 2);
+	pthread_kill(w.tid, SIGUSR1);
+	usleep(20000);
+	assert_int_equal(atomic_load(&w.done), 0);
+	push(cq, 1, IBV_WC_SUCCESS);
+	push(cq, 2, IBV_WC_SUCCESS);
+	assert_int_equal(pthread_join(w.tid, NULL), 0);
+	assert_int_equal(w.ret, 2);
+	assert_true(stats(cq).sleeps >= 2);	/* slept again after EINTR */
+	assert_int_equal(stats(cq).wakes, 1);
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+}
+
 /* Producer for the stress test: @n CQEs with random gaps. */
 struct producer {
 	struct xiw_cq *cq;
@@ -328,6 +408,8 @@ int main(void)
 		cmocka_unit_test(test_busy),
 		cmocka_unit_test(test_flush_counts),
 		cmocka_unit_test(test_channel_untouched),
+		cmocka_unit_test(test_spin),
+		cmocka_unit_test(test_signal),
 		cmocka_unit_test(test_stress),
 	};
 
