@@ -60,9 +60,13 @@ void xiw_cq_wait_spin_set(int us)
 }
 
 /*
- * Default 0: the spin only pays when the threshold is reached within the
- * spin window, and then it trades CPU for the wake-up latency (a few us);
- * measured with user/tools/xiw_cqbench --spin-us.
+ * Default 0. A spin only pays when the threshold is reached within it, and
+ * then trades CPU for a wake-up (a few us). Measured on 2 busy vCPUs with
+ * user/tools/xiw_cqbench: bursts of 32 every ~260 us, spin 10/50/100 us
+ * cost 6x/16x/36x the consumer CPU of no spin and caught no burst; single
+ * CQEs every ~25 us, spin 30 us raised the consumer CPU 2.7x and the
+ * reap latency p99 from 64 us to 3.7 ms (the spinner takes the CPU the
+ * producer needs, as in XIW_POLL_YIELD's case).
  */
 static int cq_spin_us(void)
 {
