@@ -25,6 +25,7 @@
 #include "xiw_conn.h"
 #include "llp.h"
 #include "xiw_progress.h"
+#include "xiw_txc.h"
 
 /* --------------------------------------------- RDMAP opcodes (RFC 5040 §4.3) */
 enum {
@@ -321,6 +322,12 @@ struct xiw_qp {
 	enum xiw_rtr_type rtr;
 	struct xiw_txmsg msg;
 	struct xiw_txbatch *b;
+	/* ack completions (seed 000, xiw_txack.c) */
+	bool ack_mode;			/* XIW_TX_COMPLETION=ack */
+	bool ack_tried, ack_traced;	/* sockops registration tried / on */
+	bool ack_listed;		/* on the watch list (holds a ref) */
+	struct xiw_qp *ack_next;	/* watch list link (txack lock) */
+	struct xiw_txc txc;		/* WRs handed over, waiting for ACK */
 
 	pthread_mutex_t rq_lock;
 	struct xiw_rqe *rq;
@@ -390,6 +397,21 @@ void xiw_tx_push(struct xiw_qp *qp);
 void xiw_tx_reset(struct xiw_qp *qp);
 /** xiw_tx_writable() - llp writable upcall (progress thread). */
 void xiw_tx_writable(void *arg);
+
+/* ---- xiw_txack.c: ACK completions (seed 000) ---- */
+
+/**
+ * struct xiw_txcfg - send-completion knobs (environment, read once).
+ * @ack:    XIW_TX_COMPLETION=ack: WCs wait for the peer TCP's ACK.
+ * @method: XIW_ACK_METHOD, enum xiw_ack_method (default 2, HSN).
+ */
+struct xiw_txcfg {
+	bool ack;
+	int method;
+};
+
+const struct xiw_txcfg *xiw_tx_config(void);
+void xiw_txack_watch(struct xiw_qp *qp);
 
 /* ---- xiw_qp_rx.c ---- */
 

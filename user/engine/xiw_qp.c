@@ -10,6 +10,7 @@
 #include <string.h>
 #include "xiw_cm.h"
 #include "xiw_obj.h"
+#include "xiw_sockops.h"
 
 static atomic_uint qp_numbers = 0x100;
 
@@ -45,7 +46,7 @@ static int qp_alloc_queues(struct xiw_qp *qp, const struct ibv_qp_cap *c)
 		qp->inl = calloc(qp->sq_size, qp->max_inline);
 	if (!qp->sq || !qp->rq || !qp->b || (qp->max_inline && !qp->inl))
 		return -ENOMEM;
-	return 0;
+	return xiw_txc_init(&qp->txc, xiw_tx_config()->method, qp->sq_size);
 }
 
 static void qp_free_mem(struct xiw_qp *qp)
@@ -54,6 +55,7 @@ static void qp_free_mem(struct xiw_qp *qp)
 	free(qp->rq);
 	free(qp->b);
 	free(qp->inl);
+	xiw_txc_free(&qp->txc);
 	free(qp);
 }
 
@@ -100,6 +102,9 @@ struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
 	qp->scq = xiw_cq_from_ibv(attr->send_cq);
 	qp->rcq = xiw_cq_from_ibv(attr->recv_cq);
 	qp->sig_all = attr->sq_sig_all;
+	qp->ack_mode = xiw_tx_config()->ack;
+	if (qp->ack_mode)	/* load the ACK tracer now, not at the first WR */
+		xiw_sockops_load();
 	qp->max_send_sge = attr->cap.max_send_sge ? attr->cap.max_send_sge : 1;
 	qp->max_recv_sge = attr->cap.max_recv_sge ? attr->cap.max_recv_sge : 1;
 	qp->ord = XIW_MAX_ORD;
@@ -239,6 +244,7 @@ void xiw_qp_to_error(struct xiw_qp *qp)
 	if (qp->msg.kind != XIW_TXK_TERM)
 		qp->msg.kind = XIW_TXK_NONE;
 	qp->b->mark_idx = qp->b->nmark;
+	xiw_txc_reset(&qp->txc);	/* its WRs were just flushed */
 	rq_flush(qp);
 }
 

@@ -492,6 +492,25 @@ static void batch_advance(struct xiw_txbatch *b, size_t n)
 		b->iov_idx++;
 }
 
+/*
+ * Ack mode (seed 000): the WR's last byte is with the kernel; it completes
+ * once the peer acknowledged it (xiw_txack.c). Return: true if tracked.
+ */
+static bool mark_ack(struct xiw_qp *qp, const struct xiw_txmark *k)
+{
+	struct xiw_txbatch *b = qp->b;
+
+	if (!qp->ack_mode || !qp->txc.synced)
+		return false;
+	if (xiw_txc_add(&qp->txc, (uint32_t)(b->sent - k->end), k->idx)) {
+		xiw_log(XIW_LOG_ERROR, "qp %u: ACK tracker full; copy-completing",
+			qp->ibv.qp_num);
+		return false;
+	}
+	xiw_txack_watch(qp);
+	return true;
+}
+
 /* Messages whose last byte the kernel accepted are done (tx_lock held). */
 static void batch_marks(struct xiw_qp *qp)
 {
@@ -506,7 +525,7 @@ static void batch_marks(struct xiw_qp *qp)
 		if (k->kind != XIW_TXK_SQ)
 			continue;
 		e = &qp->sq[k->idx & qp->sq_mask];
-		if (e->opcode != IBV_WR_RDMA_READ)
+		if (e->opcode != IBV_WR_RDMA_READ && !mark_ack(qp, k))
 			e->state = XIW_SQE_DONE;
 		any = true;
 	}
@@ -529,6 +548,30 @@ void xiw_tx_reset(struct xiw_qp *qp)
 	qp->msg.kind = XIW_TXK_NONE;
 	batch_reset(qp->b);
 	qp->tx_wait_write = false;
+	xiw_txc_reset(&qp->txc);
+	qp->ack_tried = qp->ack_traced = false;
+}
+
+/*
+ * Ack mode: learn the stream position before our first write on this
+ * stream (the MPA exchange wrote before us); afterwards it moves by what
+ * we hand over. Without it WRs copy-complete (logged).
+ */
+static void tx_ack_sync(struct xiw_qp *qp)
+{
+	uint32_t una, outq;
+	int ret;
+
+	if (!qp->ack_mode || qp->txc.synced)
+		return;
+	ret = xiw_llp_ack_state(qp->llp, &una, &outq);
+	if (!ret) {
+		xiw_txc_sync(&qp->txc, una, outq);
+		return;
+	}
+	xiw_log(XIW_LOG_WARN, "qp %u: no TCP send state (%s): copy completions",
+		qp->ibv.qp_num, strerror(-ret));
+	qp->ack_mode = false;
 }
 
 static bool batch_empty(const struct xiw_txbatch *b)
@@ -556,6 +599,7 @@ void xiw_tx_push(struct xiw_qp *qp)
 			if (batch_empty(b))
 				break;
 		}
+		tx_ack_sync(qp);
 		n = xiw_llp_send(qp->llp, b->iov + b->iov_idx,
 				 b->niov - b->iov_idx, false);
 		if (n == -EAGAIN)
@@ -567,6 +611,8 @@ void xiw_tx_push(struct xiw_qp *qp)
 			return;
 		}
 		batch_advance(b, (size_t)n);
+		if (qp->ack_mode)
+			xiw_txc_handed(&qp->txc, (uint32_t)n);
 		batch_marks(qp);
 		if (!batch_empty(b)) {
 			qp->tx_wait_write = true;

@@ -367,6 +367,11 @@ void xiw_llp_close(struct xiw_llp *l)
 	llp_free(l);
 }
 
+int xiw_ksock_fd(const struct xiw_llp *l)
+{
+	return l->pfd.fd;
+}
+
 uint32_t xiw_llp_mss(struct xiw_llp *l)
 {
 	if (l->mss == 1460)

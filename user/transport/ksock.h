@@ -53,4 +53,7 @@ void xiw_ksock_listener_close(struct xiw_ksock_listener *ls);
 /** xiw_ksock_sa_len() - sockaddr length for @sa's family (0 if unknown). */
 socklen_t xiw_ksock_sa_len(const struct sockaddr *sa);
 
+/** xiw_ksock_fd() - the connection's socket (for ksock's own helpers). */
+int xiw_ksock_fd(const struct xiw_llp *l);
+
 #endif /* XIW_KSOCK_H */

@@ -71,4 +71,18 @@ uint32_t xiw_llp_mss(struct xiw_llp *l);
 void xiw_llp_addrs(struct xiw_llp *l, struct sockaddr_storage *local,
 		   struct sockaddr_storage *peer);
 
+/*
+ * Send state for ACK completions (seed 000; ksock: ksock_ack.c).
+ * The acknowledged-bytes count is snd_una in a byte-count space (mod 2^32).
+ */
+/** xiw_llp_ack_state() - consistent (@una, @outq = unacked bytes queued);
+ *  send lock held. Return: 0 or -errno. */
+int xiw_llp_ack_state(struct xiw_llp *l, uint32_t *una, uint32_t *outq);
+/** xiw_llp_ack_trace() - trace this connection's ACKs (sockops);
+ *  Return: 0, or -errno when unavailable (poll instead). */
+int xiw_llp_ack_trace(struct xiw_llp *l, uint64_t cookie);
+/** xiw_llp_ack_arm() - one trace event once the acknowledged-bytes count
+ *  reaches @target (may come early). Return: 0 or -errno (poll instead). */
+int xiw_llp_ack_arm(struct xiw_llp *l, uint32_t target);
+
 #endif /* XIW_LLP_H */

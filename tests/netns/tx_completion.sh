@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# timeout: 300
+# tx_completion.sh — send-completion modes (XIW_TX_COMPLETION=copy|ack,
+# seed 000) between two network namespaces, with tests/netns/xiw_txmode.
+#
+#  lat-*   a delay (netem) on both veth ends by DELAY ms (RTT = 2*DELAY): a
+#          signalled 4 KB WRITE completes after >= one RTT in ack mode
+#          (both seed 000 methods), well before it in copy mode; the
+#          server checks the bytes.
+#  stop-*  the server stops itself (SIGSTOP) right after accepting; the
+#          client posts 64 KB WRITEs, one per ms, until its SQ is full.
+#          When WCs stall: in ack mode no WR may be complete whose bytes
+#          the peer has not acknowledged (completed <= what the stopped
+#          server holds in its receive queue), in copy mode completions
+#          also cover what sits unacknowledged in the local send queue
+#          (completed >= peer Recv-Q + local Send-Q - slack). Every
+#          post_send returned in < 1 ms. After SIGCONT every WR
+#          completes and the server checks the bytes.
+#
+# The delay is tc netem when the kernel has sch_netem, else the user-space
+# delay line tests/netns/xiw_delayfwd in a third namespace.
+# Environment: BUILD (default build), TXC_DELAY_MS (20), TXC_FILTER=REGEX.
+# Exit: 0 pass, 1 fail, 77 skip (not root or no netns).
+set -uo pipefail
+
+ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
+cd "$ROOT" || exit 2
+BUILD=${BUILD:-build}
+BIN=$ROOT/$BUILD/tests/netns/xiw_txmode
+DELAY=${TXC_DELAY_MS:-20}
+FILTER=${TXC_FILTER:-}
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "SKIP: tx_completion.sh needs root for network namespaces"
+	exit 77
+fi
+if [ ! -x "$BIN" ]; then
+	echo "FAIL: $BIN missing: make $BUILD/tests/netns/xiw_txmode"
+	exit 1
+fi
+# shellcheck source=scripts/netns.sh
+. "$ROOT/scripts/netns.sh"
+prefix=$(xiw_netns_prefix txc)
+xiw_netns_trap "$prefix"
+xiw_netns_up "$prefix" || exit $?
+LOGDIR=$(mktemp -d /tmp/xiw-txc.XXXXXX)
+XIW_CLEANUP_HOOKS+=("rm -rf '$LOGDIR'")
+
+port=7710
+nfail=0
+want() { [ -z "$FILTER" ] || grep -qE -- "$FILTER" <<<"$1"; }
+pass() { echo "PASS: $*"; }
+failc() { echo "FAIL: $*"; nfail=$((nfail + 1)); }
+showlogs() { for f in "$@"; do echo "--- $f"; tail -n 20 "$f"; done; }
+
+# delay_on / delay_off: one-way DELAY ms each direction. tc netem when the
+# kernel has it; otherwise A and B are re-cabled through a middle
+# namespace where xiw_delayfwd (user space) holds every frame DELAY ms.
+DELAY_HOW=""
+delay_on() {
+	if xiw_in A tc qdisc add dev "$XIW_IF_A" root netem delay "${DELAY}ms" 2>/dev/null; then
+		xiw_in B tc qdisc add dev "$XIW_IF_B" root netem delay "${DELAY}ms" || return 1
+		DELAY_HOW=netem
+		return 0
+	fi
+	local m=$XIW_NS_A-m fwd=$ROOT/$BUILD/tests/netns/xiw_delayfwd
+	[ -x "$fwd" ] || return 1
+	ip netns add "$m" || return 1
+	XIW_CLEANUP_HOOKS+=("ip netns pids '$m' 2>/dev/null | xargs -r kill -KILL; ip netns del '$m' 2>/dev/null")
+	xiw_in A ip link del "$XIW_IF_A" &&
+		ip link add name "$XIW_IF_A" netns "$XIW_NS_A" type veth peer name ma netns "$m" &&
+		ip link add name "$XIW_IF_B" netns "$XIW_NS_B" type veth peer name mb netns "$m" &&
+		ip -n "$XIW_NS_A" addr add "$XIW_IP_A/24" dev "$XIW_IF_A" &&
+		ip -n "$XIW_NS_B" addr add "$XIW_IP_B/24" dev "$XIW_IF_B" &&
+		ip netns exec "$m" ip link set dev ma up && ip netns exec "$m" ip link set dev mb up &&
+		ip -n "$XIW_NS_A" link set "$XIW_IF_A" up &&
+		ip -n "$XIW_NS_B" link set "$XIW_IF_B" up || return 1
+	ip netns exec "$m" "$fwd" ma mb "$DELAY" &
+	DELAY_PID=$!
+	XIW_BG_PIDS+=("$DELAY_PID")
+	DELAY_HOW="xiw_delayfwd"
+	local i
+	for ((i = 0; i < 50; i++)); do	# carrier on both ends
+		[ "$(xiw_in A cat "/sys/class/net/$XIW_IF_A/operstate")" = up ] &&
+			[ "$(xiw_in B cat "/sys/class/net/$XIW_IF_B/operstate")" = up ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+delay_off() {
+	if [ "$DELAY_HOW" = netem ]; then
+		xiw_in A tc qdisc del dev "$XIW_IF_A" root 2>/dev/null
+		xiw_in B tc qdisc del dev "$XIW_IF_B" root 2>/dev/null
+	elif [ -n "$DELAY_HOW" ]; then
+		# back to a plain cable for the other cases
+		kill -KILL "$DELAY_PID" 2>/dev/null
+		xiw_in A ip link del "$XIW_IF_A"
+		xiw_in B ip link del "$XIW_IF_B" 2>/dev/null
+		ip netns del "$XIW_NS_A-m"
+		ip link add name "$XIW_IF_A" netns "$XIW_NS_A" type veth peer name "$XIW_IF_B" netns "$XIW_NS_B" &&
+			ip -n "$XIW_NS_A" addr add "$XIW_IP_A/24" dev "$XIW_IF_A" &&
+			ip -n "$XIW_NS_B" addr add "$XIW_IP_B/24" dev "$XIW_IF_B" &&
+			ip -n "$XIW_NS_A" link set "$XIW_IF_A" up &&
+			ip -n "$XIW_NS_B" link set "$XIW_IF_B" up
+		sleep 0.5
+	fi
+	DELAY_HOW=""
+}
+
+# run_lat NAME ENV...: one server + one lat client; LAT = the median (us)
+run_lat() {
+	local name=$1 srv cli spid rc lat
+	shift
+	port=$((port + 1))
+	srv=$LOGDIR/$name.srv
+	cli=$LOGDIR/$name.cli
+	xiw_bg A env "$@" "$BIN" -s -p $port -m 4 >"$srv" 2>&1
+	spid=$XIW_LAST_PID
+	xiw_wait_listen A $port 10 "$spid" || { failc "$name: no listener"; return 1; }
+	xiw_in B env "$@" timeout 60 "$BIN" -c "$XIW_IP_A" -p $port -t lat -l 4096 -k 5 -m 4 \
+		>"$cli" 2>&1
+	rc=$?
+	xiw_wait_pid "$spid" 20 || rc=1
+	lat=$(sed -n 's/^lat_us=//p' "$cli")
+	LAT=$lat
+	if [ $rc -ne 0 ] || [ -z "$lat" ] || ! grep -q "data ok" "$srv"; then
+		failc "$name: client/server failed"
+		showlogs "$srv" "$cli"
+		return 1
+	fi
+	cat "$cli"
+}
+
+lat_cases() {
+	local rtt_us=$((2 * DELAY * 1000)) c a1 a2
+	if ! delay_on; then
+		failc "lat: cannot delay the link (neither tc netem nor xiw_delayfwd)"
+		delay_off
+		return
+	fi
+	echo "link delayed ${DELAY} ms each way with $DELAY_HOW"
+	run_lat lat-copy XIW_TX_COMPLETION=copy || { delay_off; return; }
+	c=$LAT
+	run_lat lat-ack2 XIW_TX_COMPLETION=ack XIW_ACK_METHOD=2 || { delay_off; return; }
+	a2=$LAT
+	run_lat lat-ack1 XIW_TX_COMPLETION=ack XIW_ACK_METHOD=1 || { delay_off; return; }
+	a1=$LAT
+	delay_off
+	echo "4 KB WRITE completion, RTT ${rtt_us} us: copy ${c} us, ack method 2 ${a2} us, method 1 ${a1} us"
+	if [ "$c" -lt $((rtt_us / 4)) ]; then pass "lat-copy: ${c} us < RTT/4"
+	else failc "lat-copy: ${c} us, not well below the RTT ${rtt_us} us"; fi
+	for v in "ack2:$a2" "ack1:$a1"; do
+		if [ "${v#*:}" -ge "$rtt_us" ] && [ "${v#*:}" -lt $((rtt_us * 3)) ]; then
+			pass "lat-${v%%:*}: ${v#*:} us >= RTT ${rtt_us} us (and < 3 RTT)"
+		else
+			failc "lat-${v%%:*}: ${v#*:} us, want >= RTT ${rtt_us} us and < 3 RTT"
+		fi
+	done
+}
+
+# queue sizes of the connection on PORT: "sendq" on B's side, "recvq" on A's
+q_of() { # SIDE PORT COLUMN(2=Recv-Q 3=Send-Q)
+	xiw_in "$1" ss -Htn state established "( sport = :$2 or dport = :$2 )" |
+		awk -v c="$3" '{ s += $(c - 1) } END { print s + 0 }'
+}
+
+stop_case() { # MODE
+	local mode=$1 name=stop-$1 srv cli spid cpid done_b recvq sendq i rc=0 max slow
+	port=$((port + 1))
+	srv=$LOGDIR/$name.srv
+	cli=$LOGDIR/$name.cli
+	xiw_bg A env XIW_TX_COMPLETION="$mode" "$BIN" -s -S -p $port -m 64 >"$srv" 2>&1
+	spid=$XIW_LAST_PID
+	xiw_wait_listen A $port 10 "$spid" || { failc "$name: no listener"; return; }
+	xiw_bg B env XIW_TX_COMPLETION="$mode" "$BIN" -c "$XIW_IP_A" -p $port -t stop \
+		-l 65536 -q 1024 -m 64 >"$cli" 2>&1
+	cpid=$XIW_LAST_PID
+	for ((i = 0; i < 300; i++)); do
+		grep -q '^stall' "$cli" && break
+		kill -0 "$cpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	done_b=$(sed -n 's/^stall done_bytes=\([0-9]*\).*/\1/p' "$cli")
+	recvq=$(q_of A $port 2)
+	sendq=$(q_of B $port 3)
+	max=$(sed -n 's/^post_max_us=\([0-9]*\).*/\1/p' "$cli")
+	slow=$(sed -n 's/.*posts_over_1ms=\([0-9]*\).*/\1/p' "$cli")
+	kill -CONT "$spid" 2>/dev/null
+	xiw_wait_pid "$cpid" 90 || rc=1
+	xiw_wait_pid "$spid" 30 || rc=1
+	if [ $rc -ne 0 ] || [ -z "$done_b" ] || ! grep -q "data ok" "$srv" ||
+		! grep -q "client: done" "$cli"; then
+		failc "$name: client/server failed (rc $rc)"
+		showlogs "$srv" "$cli"
+		return
+	fi
+	echo "$name: at the stall: completed $done_b B, peer Recv-Q $recvq B, local Send-Q $sendq B; post_send max ${max} us (${slow} >= 1 ms)"
+	local slack=$((3 * 65536))
+	if [ "$mode" = ack ]; then
+		if [ "$done_b" -le "$recvq" ] && [ "$sendq" -gt $slack ]; then
+			pass "$name: no WC beyond what the peer acknowledged"
+		else
+			failc "$name: completed $done_b B > peer holds $recvq B (Send-Q $sendq)"
+		fi
+	else
+		if [ "$done_b" -ge $((recvq + sendq - slack)) ] && [ "$sendq" -gt $slack ]; then
+			pass "$name: WCs also cover the unacknowledged local send queue"
+		else
+			failc "$name: completed $done_b B < Recv-Q $recvq + Send-Q $sendq B"
+		fi
+	fi
+	if [ "${slow:-1}" -eq 0 ]; then
+		pass "$name: every post_send < 1 ms (max ${max} us) with the peer's window closed"
+	else
+		failc "$name: $slow post_send calls took >= 1 ms (max ${max} us)"
+	fi
+}
+
+want lat && lat_cases
+want stop-copy && stop_case copy
+want stop-ack && stop_case ack
+
+[ $nfail -eq 0 ] && { echo "tx_completion: all passed"; exit 0; }
+echo "tx_completion: $nfail failed"
+exit 1

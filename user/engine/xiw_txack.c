@@ -1,0 +1,249 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ACK completions (seed 000), the engine side: which QPs wait for peer
+ * ACKs, and how the progress thread learns that they came.
+ *
+ * A QP in ack mode hands WRs to its struct xiw_txc (xiw_qp_tx.c) and puts
+ * itself on the watch list. The progress thread "scans" the list: per QP
+ * one consistent reading of the send state (xiw_llp_ack_state), the due
+ * WRs become DONE and retire in order. It is woken by
+ *   - the sockops ring buffer (privileged: a watermark event per QP when
+ *     snd_una reaches the oldest pending WR's end), with a slow backstop
+ *     timer for ACKs the program cannot see (no RTT sample);
+ *   - otherwise a short timer (XIW_ACK_POLL_MS) while WRs are pending.
+ *
+ * Locks: txack.lock protects the list and the flags; taken under a QP's
+ * tx_lock (watch) and never the other way round. A listed QP holds a
+ * reference (xiw_qp_ref) so destroy waits until the scan let go of it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include "xiw_obj.h"
+#include "xiw_sockops.h"
+
+#define ACK_POLL_MS 1		/* polling TCP_INFO: ~ACK latency we add */
+#define ACK_BACKSTOP_MS 20	/* with sockops events: missed-event net */
+
+static struct {
+	pthread_mutex_t lock;
+	struct xiw_qp *list;		/* watched QPs (txack.lock) */
+	bool kick_queued;		/* a kick closure is on its way */
+	/* progress thread only */
+	struct xiw_ptimer timer;
+	struct xiw_pfd ring;
+	bool ring_tried;
+} txack = { .lock = PTHREAD_MUTEX_INITIALIZER, .ring = { .fd = -1 } };
+
+/* ------------------------------------------------------------ config --- */
+
+static struct xiw_txcfg txcfg;
+static pthread_once_t txcfg_once = PTHREAD_ONCE_INIT;
+
+static long env_long(const char *name, long def)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return def;
+	n = strtol(v, &end, 0);
+	if (*end || n < 0) {
+		xiw_log(XIW_LOG_WARN, "%s=%s: not a number, using %ld", name, v, def);
+		return def;
+	}
+	return n;
+}
+
+static void txcfg_read(void)
+{
+	const char *mode = getenv("XIW_TX_COMPLETION");
+
+	txcfg.ack = mode && !strcmp(mode, "ack");
+	if (mode && !txcfg.ack && strcmp(mode, "copy"))
+		xiw_log(XIW_LOG_WARN, "XIW_TX_COMPLETION=%s: use copy or ack; using copy", mode);
+	txcfg.method = (int)env_long("XIW_ACK_METHOD", XIW_ACK_HSN);
+	if (txcfg.method != XIW_ACK_EQL && txcfg.method != XIW_ACK_HSN) {
+		xiw_log(XIW_LOG_WARN, "XIW_ACK_METHOD=%d: use 1 or 2; using 2", txcfg.method);
+		txcfg.method = XIW_ACK_HSN;
+	}
+}
+
+/**
+ * xiw_tx_config() - send-completion knobs, read once from the environment:
+ * XIW_TX_COMPLETION=copy|ack (default copy), XIW_ACK_METHOD=1|2 (seed 000
+ * method, default 2). Return: the parsed values (never NULL).
+ */
+const struct xiw_txcfg *xiw_tx_config(void)
+{
+	pthread_once(&txcfg_once, txcfg_read);
+	return &txcfg;
+}
+
+/* ------------------------------------------------------ one QP check --- */
+
+/* Complete what the peer acknowledged. tx_lock held. Return: taken any. */
+static bool qp_ack_take(struct xiw_qp *qp, uint32_t *una, uint32_t *outq)
+{
+	bool any = false;
+	uint32_t id;
+
+	if (xiw_llp_ack_state(qp->llp, una, outq))
+		return false;
+	while (xiw_txc_take(&qp->txc, *una, *outq, &id)) {
+		qp->sq[id & qp->sq_mask].state = XIW_SQE_DONE;
+		any = true;
+	}
+	if (any && atomic_load(&qp->state) == IBV_QPS_RTS)
+		xiw_qp_sq_retire(qp);
+	return any;
+}
+
+/*
+ * Check @qp, arm its sockops watermark if WRs are still pending (then
+ * check again: the ACK may have come before the arm). tx_lock held.
+ * Return: true if WRs still wait; *fast: the QP needs the poll timer.
+ */
+static bool qp_ack_poll(struct xiw_qp *qp, bool *fast)
+{
+	uint32_t una, outq;
+
+	if (!qp->llp || !xiw_txc_pending(&qp->txc))
+		return false;
+	if (!qp->ack_tried) {
+		qp->ack_tried = true;
+		qp->ack_traced = !xiw_llp_ack_trace(qp->llp, qp->ibv.qp_num);
+	}
+	qp_ack_take(qp, &una, &outq);
+	for (int i = 0; i < 2 && xiw_txc_pending(&qp->txc); i++) {
+		if (!qp->ack_traced ||
+		    xiw_llp_ack_arm(qp->llp, xiw_txc_target(&qp->txc, una, outq))) {
+			*fast = true;
+			break;
+		}
+		if (!qp_ack_take(qp, &una, &outq))
+			break;
+	}
+	return xiw_txc_pending(&qp->txc) != 0;
+}
+
+/* ------------------------------------------------------------- scan --- */
+
+static void txack_timer_fn(void *arg);
+
+/* Progress thread: check every watched QP; keep those still waiting. */
+static void txack_scan(void)
+{
+	struct xiw_qp *qp, *next, *drop = NULL;
+	bool fast = false, left;
+
+	pthread_mutex_lock(&txack.lock);
+	qp = txack.list;
+	txack.list = NULL;
+	pthread_mutex_unlock(&txack.lock);
+	for (; qp; qp = next) {
+		next = qp->ack_next;
+		pthread_mutex_lock(&qp->tx_lock);
+		left = qp_ack_poll(qp, &fast);
+		/* decided under tx_lock: a post after this sees the flag */
+		pthread_mutex_lock(&txack.lock);
+		if (left) {
+			qp->ack_next = txack.list;
+			txack.list = qp;
+		} else {
+			qp->ack_listed = false;
+			qp->ack_next = drop;
+			drop = qp;
+		}
+		left = txack.list != NULL;
+		pthread_mutex_unlock(&txack.lock);
+		pthread_mutex_unlock(&qp->tx_lock);
+	}
+	for (; drop; drop = next) {
+		next = drop->ack_next;
+		xiw_qp_unref(drop);
+	}
+	pthread_mutex_lock(&txack.lock);
+	left = txack.list != NULL;
+	pthread_mutex_unlock(&txack.lock);
+	if (left)
+		xiw_progress_timer_arm(&txack.timer,
+				       fast ? ACK_POLL_MS : ACK_BACKSTOP_MS,
+				       txack_timer_fn, NULL);
+	else
+		xiw_progress_timer_cancel(&txack.timer);
+}
+
+static void txack_timer_fn(void *arg)
+{
+	(void)arg;
+	txack_scan();
+}
+
+static void ring_event(void *ctx, const struct xiw_ack_event *ev)
+{
+	(void)ctx;
+	(void)ev;	/* a wake-up: the scan reads the exact state itself */
+}
+
+static void txack_ring_cb(void *arg, uint32_t events)
+{
+	(void)arg;
+	(void)events;
+	xiw_sockops_consume(ring_event, NULL);
+	txack_scan();
+}
+
+/* Progress thread: watch the sockops ring fd once it exists. */
+static void txack_ring_setup(void)
+{
+	if (txack.ring_tried)
+		return;
+	txack.ring_tried = true;
+	if (xiw_sockops_load())
+		return;
+	txack.ring.fd = xiw_sockops_ring_fd();
+	txack.ring.cb = txack_ring_cb;
+	if (txack.ring.fd < 0 || xiw_progress_fd_add(&txack.ring, EPOLLIN))
+		xiw_log(XIW_LOG_WARN, "txack: sockops ring not watched; polling");
+}
+
+static void txack_kick(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&txack.lock);
+	txack.kick_queued = false;
+	pthread_mutex_unlock(&txack.lock);
+	txack_ring_setup();
+	txack_scan();
+}
+
+/**
+ * xiw_txack_watch() - @qp has WRs waiting for peer ACKs: make sure the
+ * progress thread watches it (tx_lock held, any thread). Cheap when the
+ * QP is already watched: one flag test.
+ */
+void xiw_txack_watch(struct xiw_qp *qp)
+{
+	bool kick;
+
+	if (qp->ack_listed)
+		return;
+	xiw_qp_ref(qp);
+	pthread_mutex_lock(&txack.lock);
+	qp->ack_listed = true;
+	qp->ack_next = txack.list;
+	txack.list = qp;
+	kick = !txack.kick_queued;
+	txack.kick_queued = true;
+	pthread_mutex_unlock(&txack.lock);
+	if (kick && xiw_progress_run(txack_kick, NULL)) {
+		pthread_mutex_lock(&txack.lock);
+		txack.kick_queued = false;
+		pthread_mutex_unlock(&txack.lock);
+		xiw_log(XIW_LOG_ERROR, "qp %u: ACK completions not watched",
+			qp->ibv.qp_num);
+	}
+}

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ksock, send side: the TCP send state behind ACK completions (seed 000)
+ * and the sockops watermark (bpf/xiw_sockops.bpf.c).
+ *
+ * The exact numbers: SIOCOUTQ is write_seq - snd_una (bytes written and
+ * not yet acknowledged, in bytes). TCP_INFO's tcpi_bytes_acked is the
+ * 64-bit count of bytes snd_una has moved (tcp_snd_una_update adds each
+ * advance), so it is snd_una in a byte-count space with a fixed offset.
+ * tcpi_snd_una itself is not in TCP_INFO; tcpi_unacked counts segments,
+ * not bytes; tcpi_notsent_bytes misses what is in flight. Two calls are
+ * not atomic, so SIOCOUTQ is read before and after TCP_INFO: with no
+ * writer, the queue length changes exactly when snd_una moves, so equal
+ * readings mean the pair belongs together.
+ *
+ * Own file because it needs <linux/tcp.h> (struct tcp_info with
+ * tcpi_bytes_acked), which clashes with glibc's <netinet/tcp.h>.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
+#include "xiwarp/xiwarp.h"
+#include "xiw_sockops.h"
+#include "ksock.h"
+#include "llp.h"
+
+#define ACK_STATE_TRIES 8
+
+static int outq_read(int fd, uint32_t *outq)
+{
+	int v;
+
+	if (ioctl(fd, SIOCOUTQ, &v))
+		return -errno;
+	*outq = (uint32_t)v;
+	return 0;
+}
+
+static int bytes_acked(int fd, uint64_t *out)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
+		return -errno;
+	if (len < offsetof(struct tcp_info, tcpi_bytes_acked) +
+		  sizeof(ti.tcpi_bytes_acked))
+		return -EOPNOTSUPP;	/* kernel < 4.2 */
+	*out = ti.tcpi_bytes_acked;
+	return 0;
+}
+
+/**
+ * xiw_llp_ack_state() - one consistent reading of the send state.
+ * @una:  acknowledged-bytes count (tcpi_bytes_acked mod 2^32).
+ * @outq: bytes written but not yet acknowledged (SIOCOUTQ).
+ * Callers hold the connection's send lock (no write in between).
+ * Return: 0, -EAGAIN if ACKs kept racing the reads, other -errno.
+ */
+int xiw_llp_ack_state(struct xiw_llp *l, uint32_t *una, uint32_t *outq)
+{
+	int fd = xiw_ksock_fd(l);
+	uint32_t q1 = 0, q2 = 0;
+	uint64_t acked = 0;
+	int ret;
+
+	for (int i = 0; i < ACK_STATE_TRIES; i++) {
+		ret = outq_read(fd, &q1);
+		if (!ret)
+			ret = bytes_acked(fd, &acked);
+		if (!ret)
+			ret = outq_read(fd, &q2);
+		if (ret)
+			return ret;
+		if (q1 == q2) {
+			*una = (uint32_t)acked;
+			*outq = q1;
+			return 0;
+		}
+	}
+	return -EAGAIN;
+}
+
+/**
+ * xiw_llp_ack_trace() - have the sockops program watch this connection
+ * (needs xiw_sockops_load() to have succeeded: root, cgroup v2).
+ * @cookie: returned in its events. Return: 0, or -errno (then poll).
+ */
+int xiw_llp_ack_trace(struct xiw_llp *l, uint64_t cookie)
+{
+	int ret = xiw_sockops_load();
+
+	if (ret)
+		return ret;
+	ret = xiw_sockops_register(xiw_ksock_fd(l), cookie);
+	return ret == -EEXIST ? 0 : ret;
+}
+
+/**
+ * xiw_llp_ack_arm() - one sockops event when the acknowledged-bytes count
+ * reaches @target (mod 2^32). The program works in sequence space: the
+ * offset is taken from its last snd_una and a later tcpi_bytes_acked, so
+ * it can only be too small (the event comes early, never late); callers
+ * re-check the state after arming anyway.
+ * Return: 0, -EAGAIN no ACK traced yet (offset unknown), other -errno.
+ */
+int xiw_llp_ack_arm(struct xiw_llp *l, uint32_t target)
+{
+	int fd = xiw_ksock_fd(l);
+	struct xiw_sk_ack st;
+	uint64_t acked = 0;
+	int ret = xiw_sockops_state(fd, &st);
+
+	if (!ret)
+		ret = bytes_acked(fd, &acked);
+	if (ret)
+		return ret;
+	if (!st.acks)
+		return -EAGAIN;
+	return xiw_sockops_arm(fd, st.snd_una - (uint32_t)acked + target);
+}
