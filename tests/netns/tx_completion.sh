@@ -7,6 +7,10 @@
 #          signalled 4 KB WRITE completes after >= one RTT in ack mode
 #          (both seed 000 methods), well before it in copy mode; the
 #          server checks the bytes.
+#  lat-zc  one 8 KB WRITE in copy mode goes zero-copy (XIW_ZCOPY_MIN=8192)
+#          and still completes only after the ACK (>= RTT); with
+#          XIW_ZCOPY_MIN=0 well before; the kernel reports the veth copy
+#          (SO_EE_CODE_ZEROCOPY_COPIED) and the socket falls back.
 #  stop-*  the server stops itself (SIGSTOP) right after accepting; the
 #          client posts 64 KB WRITEs, one per ms, until its SQ is full.
 #          When WCs stall: in ack mode no WR may be complete whose bytes
@@ -19,7 +23,8 @@
 #
 # The delay is tc netem when the kernel has sch_netem, else the user-space
 # delay line tests/netns/xiw_delayfwd in a third namespace.
-# Environment: BUILD (default build), TXC_DELAY_MS (20), TXC_FILTER=REGEX.
+# Environment: BUILD (default build), TXC_DELAY_MS (20), TXC_FILTER=REGEX,
+#   TXC_ENV="VAR=x ..." more env for the stop clients, TXC_KEEP=1 keep logs.
 # Exit: 0 pass, 1 fail, 77 skip (not root or no netns).
 set -uo pipefail
 
@@ -44,7 +49,7 @@ prefix=$(xiw_netns_prefix txc)
 xiw_netns_trap "$prefix"
 xiw_netns_up "$prefix" || exit $?
 LOGDIR=$(mktemp -d /tmp/xiw-txc.XXXXXX)
-XIW_CLEANUP_HOOKS+=("rm -rf '$LOGDIR'")
+[ -n "${TXC_KEEP:-}" ] || XIW_CLEANUP_HOOKS+=("rm -rf '$LOGDIR'")
 
 port=7710
 nfail=0
@@ -118,8 +123,9 @@ run_lat() {
 	xiw_bg A env "$@" "$BIN" -s -p $port -m 4 >"$srv" 2>&1
 	spid=$XIW_LAST_PID
 	xiw_wait_listen A $port 10 "$spid" || { failc "$name: no listener"; return 1; }
-	xiw_in B env "$@" timeout 60 "$BIN" -c "$XIW_IP_A" -p $port -t lat -l 4096 -k 5 -m 4 \
-		>"$cli" 2>&1
+	# shellcheck disable=SC2086
+	xiw_in B env "$@" timeout 60 "$BIN" -c "$XIW_IP_A" -p $port -t lat -m 4 \
+		${LAT_ARGS:--l 4096 -k 5} >"$cli" 2>&1
 	rc=$?
 	xiw_wait_pid "$spid" 20 || rc=1
 	lat=$(sed -n 's/^lat_us=//p' "$cli")
@@ -133,7 +139,7 @@ run_lat() {
 }
 
 lat_cases() {
-	local rtt_us=$((2 * DELAY * 1000)) c a1 a2
+	local rtt_us=$((2 * DELAY * 1000)) c a1 a2 z nz zlog
 	if ! delay_on; then
 		failc "lat: cannot delay the link (neither tc netem nor xiw_delayfwd)"
 		delay_off
@@ -146,7 +152,29 @@ lat_cases() {
 	a2=$LAT
 	run_lat lat-ack1 XIW_TX_COMPLETION=ack XIW_ACK_METHOD=1 || { delay_off; return; }
 	a1=$LAT
+	# one 8 KB WRITE (fits the initial cwnd and send buffer, so copying
+	# it takes no round trip) that goes zero-copy, in copy mode
+	LAT_ARGS="-l 8192 -k 1"
+	run_lat lat-zc XIW_TX_COMPLETION=copy XIW_ZCOPY_MIN=8192 XIW_LOG=info ||
+		{ delay_off; return; }
+	z=$LAT
+	zlog=$LOGDIR/lat-zc.cli
+	run_lat lat-nozc XIW_TX_COMPLETION=copy XIW_ZCOPY_MIN=0 || { delay_off; return; }
+	nz=$LAT
+	LAT_ARGS=""
 	delay_off
+	echo "8 KB WRITE in copy mode: zero-copy ${z} us, XIW_ZCOPY_MIN=0 ${nz} us"
+	if [ "$z" -ge "$rtt_us" ] && [ "$z" -lt $((3 * rtt_us)) ] &&
+		[ "$nz" -lt $((rtt_us / 2)) ]; then
+		pass "lat-zc: a zero-copy WRITE completes only after the ACK (>= RTT), a copied one before"
+	else
+		failc "lat-zc: zero-copy ${z} us (want >= ${rtt_us}), copied ${nz} us (want < RTT/2)"
+	fi
+	if grep -q "kernel copies zero-copy sends" "$zlog"; then
+		pass "lat-zc: SO_EE_CODE_ZEROCOPY_COPIED seen on veth: back to plain sends"
+	else
+		failc "lat-zc: no zero-copy fallback logged"; showlogs "$zlog"
+	fi
 	echo "4 KB WRITE completion, RTT ${rtt_us} us: copy ${c} us, ack method 2 ${a2} us, method 1 ${a1} us"
 	if [ "$c" -lt $((rtt_us / 4)) ]; then pass "lat-copy: ${c} us < RTT/4"
 	else failc "lat-copy: ${c} us, not well below the RTT ${rtt_us} us"; fi
@@ -173,7 +201,8 @@ stop_case() { # MODE
 	xiw_bg A env XIW_TX_COMPLETION="$mode" "$BIN" -s -S -p $port -m 64 >"$srv" 2>&1
 	spid=$XIW_LAST_PID
 	xiw_wait_listen A $port 10 "$spid" || { failc "$name: no listener"; return; }
-	xiw_bg B env XIW_TX_COMPLETION="$mode" "$BIN" -c "$XIW_IP_A" -p $port -t stop \
+	# XIW_ZCOPY_MIN=0: zero-copy WRs are ACK-completed in copy mode too
+	xiw_bg B env XIW_TX_COMPLETION="$mode" XIW_ZCOPY_MIN=0 ${TXC_ENV:-} "$BIN" -c "$XIW_IP_A" -p $port -t stop \
 		-l 65536 -q 1024 -m 64 >"$cli" 2>&1
 	cpid=$XIW_LAST_PID
 	for ((i = 0; i < 300; i++)); do

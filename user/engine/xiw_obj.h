@@ -146,7 +146,9 @@ int xiw_cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited);
 
 /* ---------------------------------------------------------------- QP --- */
 
-enum xiw_sqe_state { XIW_SQE_QUEUED, XIW_SQE_ACTIVE, XIW_SQE_DONE };
+/* ACKED: the peer acknowledged it, zero-copy pages not yet released */
+enum xiw_sqe_state { XIW_SQE_QUEUED, XIW_SQE_ACTIVE, XIW_SQE_ACKED,
+		     XIW_SQE_DONE };
 
 /**
  * struct xiw_sqe - one posted send WR.
@@ -163,6 +165,8 @@ struct xiw_sqe {
 	uint32_t rkey;
 	uint32_t inv_stag;
 	uint8_t state;
+	bool zc;			/* payload went (partly) with MSG_ZEROCOPY */
+	uint32_t zc_id;			/* ... released with this llp zc id */
 	uint8_t imm[XIW_IMM_LEN];	/* WRITE_WITH_IMM: imm_data, 0 pad */
 	struct ibv_sge sge[XIW_MAX_SGE];
 };
@@ -246,6 +250,8 @@ struct xiw_txbatch {
 	int nfpdu;
 	struct xiw_txmark mark[XIW_TXB_FPDUS];
 	int nmark, mark_idx;
+	bool any_zc;			/* some iov goes with MSG_ZEROCOPY */
+	uint8_t zc[XIW_TXB_IOV];	/* per iov: send it zero-copy */
 	struct xiw_txf_scratch scr[XIW_TXB_FPDUS];
 };
 
@@ -328,6 +334,10 @@ struct xiw_qp {
 	bool ack_listed;		/* on the watch list (holds a ref) */
 	struct xiw_qp *ack_next;	/* watch list link (txack lock) */
 	struct xiw_txc txc;		/* WRs handed over, waiting for ACK */
+	bool zc_off;			/* no zero-copy on this stream */
+	bool zc_any;			/* @zc_last is valid */
+	uint32_t zc_last;		/* llp id of the last zero-copy send */
+	uint32_t zc_wait;		/* SQ WRs in state XIW_SQE_ACKED */
 
 	pthread_mutex_t rq_lock;
 	struct xiw_rqe *rq;
@@ -404,14 +414,18 @@ void xiw_tx_writable(void *arg);
  * struct xiw_txcfg - send-completion knobs (environment, read once).
  * @ack:    XIW_TX_COMPLETION=ack: WCs wait for the peer TCP's ACK.
  * @method: XIW_ACK_METHOD, enum xiw_ack_method (default 2, HSN).
+ * @zcopy_min: XIW_ZCOPY_MIN: WRs of at least this many payload bytes go
+ *          with MSG_ZEROCOPY and are ACK-completed (0: never).
  */
 struct xiw_txcfg {
 	bool ack;
 	int method;
+	uint32_t zcopy_min;
 };
 
 const struct xiw_txcfg *xiw_tx_config(void);
 void xiw_txack_watch(struct xiw_qp *qp);
+void xiw_txack_settle(struct xiw_qp *qp);
 
 /* ---- xiw_qp_rx.c ---- */
 

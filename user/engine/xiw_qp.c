@@ -235,6 +235,8 @@ void xiw_qp_to_error(struct xiw_qp *qp)
 {
 	if (atomic_load(&qp->state) == IBV_QPS_ERR)
 		return;
+	if (atomic_load(&qp->state) == IBV_QPS_RTS)
+		xiw_txack_settle(qp);	/* acknowledged WRs are not flushed */
 	qp_set_state(qp, IBV_QPS_ERR);
 	xiw_qp_sq_flush(qp);
 	qp->orq_tail = qp->orq_head;
@@ -245,6 +247,7 @@ void xiw_qp_to_error(struct xiw_qp *qp)
 		qp->msg.kind = XIW_TXK_NONE;
 	qp->b->mark_idx = qp->b->nmark;
 	xiw_txc_reset(&qp->txc);	/* its WRs were just flushed */
+	qp->zc_wait = 0;
 	rq_flush(qp);
 }
 

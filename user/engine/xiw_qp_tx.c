@@ -288,6 +288,18 @@ static void msg_read_req(struct xiw_qp *qp, struct xiw_sqe *e,
 	memcpy(o->sge, e->sge, sizeof(o->sge));
 }
 
+/*
+ * Zero-copy for this WR (XIW_ZCOPY_MIN): large WRITE/SEND payloads, while
+ * the stream has not found the kernel copying anyway.
+ */
+static bool sqe_zc_wanted(struct xiw_qp *qp, const struct xiw_sqe *e)
+{
+	uint32_t min = xiw_tx_config()->zcopy_min;
+
+	return min && e->len >= min && e->opcode != IBV_WR_RDMA_READ &&
+	       !qp->zc_off && xiw_llp_zc_usable(qp->llp);
+}
+
 /* Start the next SQ WR if ORD and fencing allow; false otherwise. */
 static bool msg_sq(struct xiw_qp *qp)
 {
@@ -312,6 +324,7 @@ static bool msg_sq(struct xiw_qp *qp)
 		break;
 	}
 	e->state = XIW_SQE_ACTIVE;
+	e->zc = sqe_zc_wanted(qp, e);
 	msg_start(qp, XIW_TXK_SQ, &h, e->sge, (int)e->num_sge,
 		  e->opcode == IBV_WR_RDMA_READ ? 0 : e->len);
 	qp->msg.sq_idx = qp->sq_tx++;
@@ -426,6 +439,27 @@ static void msg_finish(struct xiw_qp *qp)
 	m->kind = XIW_TXK_NONE;
 }
 
+/*
+ * Flag the payload iovecs of a zero-copy WR's new FPDU [@first, +@n):
+ * those outside the FPDU's scratch (header, markers, pad, CRC are rewritten
+ * by the next batch, so they are always copied) and not tiny.
+ */
+static void batch_zc_mark(struct xiw_qp *qp, int first, int n)
+{
+	struct xiw_txbatch *b = qp->b;
+	const uint8_t *lo = (const uint8_t *)&b->scr[b->nfpdu];
+	const uint8_t *hi = lo + sizeof(b->scr[0]);
+	bool zc = qp->msg.kind == XIW_TXK_SQ &&
+		  qp->sq[qp->msg.sq_idx & qp->sq_mask].zc;
+
+	for (int i = first; i < first + n; i++) {
+		const uint8_t *p = b->iov[i].iov_base;
+
+		b->zc[i] = zc && (p < lo || p >= hi) && b->iov[i].iov_len >= 1024;
+		b->any_zc |= b->zc[i];
+	}
+}
+
 /* Frame one FPDU of the current message into the batch. */
 static int frame_one(struct xiw_qp *qp)
 {
@@ -452,6 +486,7 @@ static int frame_one(struct xiw_qp *qp)
 		return n;
 	for (int i = 0; i < n; i++)
 		b->total += b->iov[b->niov + i].iov_len;
+	batch_zc_mark(qp, b->niov, n);
 	b->niov += n;
 	b->nfpdu++;
 	msg_advance(m, len);
@@ -499,8 +534,12 @@ static void batch_advance(struct xiw_txbatch *b, size_t n)
 static bool mark_ack(struct xiw_qp *qp, const struct xiw_txmark *k)
 {
 	struct xiw_txbatch *b = qp->b;
+	struct xiw_sqe *e = &qp->sq[k->idx & qp->sq_mask];
 
-	if (!qp->ack_mode || !qp->txc.synced)
+	/* zero-copy: pages stay the kernel's until the peer ACKed them */
+	e->zc = e->zc && qp->zc_any;
+	e->zc_id = qp->zc_last;
+	if ((!qp->ack_mode && !e->zc) || !qp->txc.synced)
 		return false;
 	if (xiw_txc_add(&qp->txc, (uint32_t)(b->sent - k->end), k->idx)) {
 		xiw_log(XIW_LOG_ERROR, "qp %u: ACK tracker full; copy-completing",
@@ -541,6 +580,7 @@ static void batch_reset(struct xiw_txbatch *b)
 {
 	b->niov = b->iov_idx = b->nfpdu = b->nmark = b->mark_idx = 0;
 	b->total = b->sent = 0;
+	b->any_zc = false;
 }
 
 void xiw_tx_reset(struct xiw_qp *qp)
@@ -550,33 +590,72 @@ void xiw_tx_reset(struct xiw_qp *qp)
 	qp->tx_wait_write = false;
 	xiw_txc_reset(&qp->txc);
 	qp->ack_tried = qp->ack_traced = false;
+	qp->zc_off = qp->zc_any = false;
+	qp->zc_wait = 0;
 }
 
 /*
- * Ack mode: learn the stream position before our first write on this
- * stream (the MPA exchange wrote before us); afterwards it moves by what
- * we hand over. Without it WRs copy-complete (logged).
+ * Ack mode or zero-copy: learn the stream position before our first
+ * write on this stream (the MPA exchange wrote before us); afterwards it
+ * moves by what we hand over. Without it WRs copy-complete (logged).
  */
 static void tx_ack_sync(struct xiw_qp *qp)
 {
 	uint32_t una, outq;
 	int ret;
 
-	if (!qp->ack_mode || qp->txc.synced)
+	if ((!qp->ack_mode && !xiw_tx_config()->zcopy_min) || qp->txc.synced)
 		return;
 	ret = xiw_llp_ack_state(qp->llp, &una, &outq);
 	if (!ret) {
 		xiw_txc_sync(&qp->txc, una, outq);
 		return;
 	}
-	xiw_log(XIW_LOG_WARN, "qp %u: no TCP send state (%s): copy completions",
+	xiw_log(XIW_LOG_WARN, "qp %u: no TCP send state (%s): copy completions, no zero-copy",
 		qp->ibv.qp_num, strerror(-ret));
 	qp->ack_mode = false;
+	qp->zc_off = true;	/* zero-copy WRs could not wait for the ACK */
 }
 
 static bool batch_empty(const struct xiw_txbatch *b)
 {
 	return b->sent == b->total;
+}
+
+/*
+ * A batch with zero-copy payload: one sendmsg per run of iovecs that go
+ * the same way (MSG_ZEROCOPY or copied), until a short send. Does not
+ * advance the batch. Return: bytes accepted, -EAGAIN if none, -errno.
+ */
+static ssize_t batch_send_runs(struct xiw_qp *qp)
+{
+	struct xiw_txbatch *b = qp->b;
+	size_t total = 0;
+	int i = b->iov_idx;
+
+	while (i < b->niov) {
+		size_t want = 0;
+		bool zc = b->zc[i], used = false;
+		int j = i;
+		uint32_t id;
+		ssize_t n;
+
+		for (; j < b->niov && b->zc[j] == zc; j++)
+			want += b->iov[j].iov_len;
+		n = zc ? xiw_llp_send_zc(qp->llp, b->iov + i, j - i, &id, &used) :
+			 xiw_llp_send(qp->llp, b->iov + i, j - i, false);
+		if (n < 0)
+			return total ? (ssize_t)total : n;
+		if (used) {
+			qp->zc_last = id;
+			qp->zc_any = true;
+		}
+		total += (size_t)n;
+		if ((size_t)n < want)
+			break;
+		i = j;
+	}
+	return (ssize_t)total;
 }
 
 /**
@@ -600,7 +679,8 @@ void xiw_tx_push(struct xiw_qp *qp)
 				break;
 		}
 		tx_ack_sync(qp);
-		n = xiw_llp_send(qp->llp, b->iov + b->iov_idx,
+		n = b->any_zc ? batch_send_runs(qp) :
+		    xiw_llp_send(qp->llp, b->iov + b->iov_idx,
 				 b->niov - b->iov_idx, false);
 		if (n == -EAGAIN)
 			n = 0;
@@ -611,7 +691,7 @@ void xiw_tx_push(struct xiw_qp *qp)
 			return;
 		}
 		batch_advance(b, (size_t)n);
-		if (qp->ack_mode)
+		if (qp->txc.synced)
 			xiw_txc_handed(&qp->txc, (uint32_t)n);
 		batch_marks(qp);
 		if (!batch_empty(b)) {

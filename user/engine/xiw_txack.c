@@ -25,6 +25,10 @@
 
 #define ACK_POLL_MS 1		/* polling TCP_INFO: ~ACK latency we add */
 #define ACK_BACKSTOP_MS 20	/* with sockops events: missed-event net */
+/* Zero-copy pays for pinning and a notification per call only for large
+ * pieces; below ~64 KB copying is as cheap (msg_zerocopy.rst: ~10 KB is
+ * the break-even on a real NIC; FPDUs are at most 64 KB anyway). */
+#define XIW_ZCOPY_MIN_DEF (64u * 1024)
 
 static struct {
 	pthread_mutex_t lock;
@@ -64,6 +68,7 @@ static void txcfg_read(void)
 	txcfg.ack = mode && !strcmp(mode, "ack");
 	if (mode && !txcfg.ack && strcmp(mode, "copy"))
 		xiw_log(XIW_LOG_WARN, "XIW_TX_COMPLETION=%s: use copy or ack; using copy", mode);
+	txcfg.zcopy_min = (uint32_t)env_long("XIW_ZCOPY_MIN", XIW_ZCOPY_MIN_DEF);
 	txcfg.method = (int)env_long("XIW_ACK_METHOD", XIW_ACK_HSN);
 	if (txcfg.method != XIW_ACK_EQL && txcfg.method != XIW_ACK_HSN) {
 		xiw_log(XIW_LOG_WARN, "XIW_ACK_METHOD=%d: use 1 or 2; using 2", txcfg.method);
@@ -74,7 +79,8 @@ static void txcfg_read(void)
 /**
  * xiw_tx_config() - send-completion knobs, read once from the environment:
  * XIW_TX_COMPLETION=copy|ack (default copy), XIW_ACK_METHOD=1|2 (seed 000
- * method, default 2). Return: the parsed values (never NULL).
+ * method, default 2), XIW_ZCOPY_MIN=bytes (default 65536, 0: off).
+ * Return: the parsed values (never NULL).
  */
 const struct xiw_txcfg *xiw_tx_config(void)
 {
@@ -83,6 +89,24 @@ const struct xiw_txcfg *xiw_tx_config(void)
 }
 
 /* ------------------------------------------------------ one QP check --- */
+
+/*
+ * Acknowledged zero-copy WRs become DONE once the kernel released their
+ * pages (the app may reuse the buffer only then). tx_lock held.
+ */
+static void qp_zc_released(struct xiw_qp *qp)
+{
+	for (uint32_t i = qp->sq_tail; qp->zc_wait && i != qp->sq_tx; i++) {
+		struct xiw_sqe *e = &qp->sq[i & qp->sq_mask];
+
+		if (e->state != XIW_SQE_ACKED)
+			continue;
+		if (!xiw_llp_zc_released(qp->llp, e->zc_id))
+			break;	/* ids are released in order */
+		e->state = XIW_SQE_DONE;
+		qp->zc_wait--;
+	}
+}
 
 /* Complete what the peer acknowledged. tx_lock held. Return: taken any. */
 static bool qp_ack_take(struct xiw_qp *qp, uint32_t *una, uint32_t *outq)
@@ -93,10 +117,14 @@ static bool qp_ack_take(struct xiw_qp *qp, uint32_t *una, uint32_t *outq)
 	if (xiw_llp_ack_state(qp->llp, una, outq))
 		return false;
 	while (xiw_txc_take(&qp->txc, *una, *outq, &id)) {
-		qp->sq[id & qp->sq_mask].state = XIW_SQE_DONE;
+		struct xiw_sqe *e = &qp->sq[id & qp->sq_mask];
+
+		e->state = e->zc ? XIW_SQE_ACKED : XIW_SQE_DONE;
+		qp->zc_wait += e->zc;
 		any = true;
 	}
-	if (any && atomic_load(&qp->state) == IBV_QPS_RTS)
+	qp_zc_released(qp);
+	if (atomic_load(&qp->state) == IBV_QPS_RTS)
 		xiw_qp_sq_retire(qp);
 	return any;
 }
@@ -110,9 +138,10 @@ static bool qp_ack_poll(struct xiw_qp *qp, bool *fast)
 {
 	uint32_t una, outq;
 
-	if (!qp->llp || !xiw_txc_pending(&qp->txc))
+	if (!qp->llp || (!xiw_txc_pending(&qp->txc) && !qp->zc_wait))
 		return false;
-	if (!qp->ack_tried) {
+	/* zero-copy alone (copy mode) polls: no BPF for the default mode */
+	if (!qp->ack_tried && qp->ack_mode) {
 		qp->ack_tried = true;
 		qp->ack_traced = !xiw_llp_ack_trace(qp->llp, qp->ibv.qp_num);
 	}
@@ -126,7 +155,23 @@ static bool qp_ack_poll(struct xiw_qp *qp, bool *fast)
 		if (!qp_ack_take(qp, &una, &outq))
 			break;
 	}
-	return xiw_txc_pending(&qp->txc) != 0;
+	if (qp->zc_wait)	/* notifications come on EPOLLERR, soon */
+		*fast = true;
+	return xiw_txc_pending(&qp->txc) || qp->zc_wait;
+}
+
+/**
+ * xiw_txack_settle() - before a flush: complete, successfully, every WR
+ * the peer already acknowledged (and whose zero-copy pages are free), so
+ * a close racing the ACK poll does not turn delivered WRs into flushes.
+ * tx_lock held, QP still in RTS.
+ */
+void xiw_txack_settle(struct xiw_qp *qp)
+{
+	uint32_t una, outq;
+
+	if (qp->llp && (xiw_txc_pending(&qp->txc) || qp->zc_wait))
+		qp_ack_take(qp, &una, &outq);
 }
 
 /* ------------------------------------------------------------- scan --- */
@@ -199,7 +244,7 @@ static void txack_ring_cb(void *arg, uint32_t events)
 /* Progress thread: watch the sockops ring fd once it exists. */
 static void txack_ring_setup(void)
 {
-	if (txack.ring_tried)
+	if (txack.ring_tried || !xiw_tx_config()->ack)
 		return;
 	txack.ring_tried = true;
 	if (xiw_sockops_load())

@@ -43,6 +43,7 @@ struct xiw_llp {
 	bool eof;			/* recv returned 0 */
 	bool parked;			/* out of epoll after HUP while not reading */
 	bool dead;			/* closed upcall delivered or aborted */
+	struct xiw_ksock_zc zc;		/* MSG_ZEROCOPY (ksock_zc.c), own lock */
 };
 
 struct xiw_ksock_listener {
@@ -222,7 +223,11 @@ static void llp_event(void *p, uint32_t ev)
 		return;
 	}
 	if (ev & EPOLLERR) {
-		int err = sock_error(l->pfd.fd);
+		int err;
+
+		if (__atomic_load_n(&l->zc.on, __ATOMIC_RELAXED))	/* zero-copy notices */
+			xiw_ksock_zc_reap(l);
+		err = sock_error(l->pfd.fd);
 
 		if (err) {
 			llp_fail(l, err);
@@ -244,6 +249,7 @@ static struct xiw_llp *llp_new(int fd, bool connecting)
 	if (!l)
 		return NULL;
 	pthread_mutex_init(&l->lock, NULL);
+	pthread_mutex_init(&l->zc.lock, NULL);
 	l->pfd.fd = fd;
 	l->pfd.cb = llp_event;
 	l->pfd.arg = l;
@@ -334,6 +340,7 @@ static void llp_free(void *p)
 	struct xiw_llp *l = p;
 
 	pthread_mutex_destroy(&l->lock);
+	pthread_mutex_destroy(&l->zc.lock);
 	free(l);
 }
 
@@ -370,6 +377,11 @@ void xiw_llp_close(struct xiw_llp *l)
 int xiw_ksock_fd(const struct xiw_llp *l)
 {
 	return l->pfd.fd;
+}
+
+struct xiw_ksock_zc *xiw_ksock_zc(struct xiw_llp *l)
+{
+	return &l->zc;
 }
 
 uint32_t xiw_llp_mss(struct xiw_llp *l)

@@ -7,6 +7,8 @@
 #ifndef XIW_KSOCK_H
 #define XIW_KSOCK_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <sys/socket.h>
 #include "llp.h"
 
@@ -52,6 +54,30 @@ void xiw_ksock_listener_close(struct xiw_ksock_listener *ls);
 
 /** xiw_ksock_sa_len() - sockaddr length for @sa's family (0 if unknown). */
 socklen_t xiw_ksock_sa_len(const struct sockaddr *sa);
+
+/**
+ * struct xiw_ksock_zc - MSG_ZEROCOPY state of one connection (ksock_zc.c).
+ * @lock:     protects everything below (send lock holders and the
+ *            progress thread's error-queue reaper).
+ * @on:       SO_ZEROCOPY is set; @off: the kernel copied anyway (veth,
+ *            loopback) or zero-copy failed: plain sends from now on.
+ * @next:     notification id the next zero-copy sendmsg gets.
+ * @done:     every id below it has been notified (buffers released).
+ * @lo/@hi:   notified ranges that arrived ahead of @done (rare).
+ */
+struct xiw_ksock_zc {
+	pthread_mutex_t lock;
+	bool on, off;
+	uint32_t next, done;
+	uint32_t lo[8], hi[8];
+	int nr;
+};
+
+/** xiw_ksock_zc() - the connection's zero-copy state. */
+struct xiw_ksock_zc *xiw_ksock_zc(struct xiw_llp *l);
+/** xiw_ksock_zc_reap() - read zero-copy notifications off the error
+ *  queue (progress thread, on EPOLLERR). */
+void xiw_ksock_zc_reap(struct xiw_llp *l);
 
 /** xiw_ksock_fd() - the connection's socket (for ksock's own helpers). */
 int xiw_ksock_fd(const struct xiw_llp *l);

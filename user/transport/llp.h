@@ -85,4 +85,24 @@ int xiw_llp_ack_trace(struct xiw_llp *l, uint64_t cookie);
  *  reaches @target (may come early). Return: 0 or -errno (poll instead). */
 int xiw_llp_ack_arm(struct xiw_llp *l, uint32_t target);
 
+/*
+ * Zero-copy sends (MSG_ZEROCOPY; ksock: ksock_zc.c). The kernel keeps
+ * referencing the pages until it releases them (after the peer's ACK);
+ * each zero-copy send call gets an id, released ids are reported.
+ */
+/** xiw_llp_zc_usable() - zero-copy may be tried on this connection (not
+ *  switched off after the kernel copied anyway). */
+bool xiw_llp_zc_usable(struct xiw_llp *l);
+/**
+ * xiw_llp_send_zc() - like xiw_llp_send() with MSG_ZEROCOPY. @id: out,
+ * the call's notification id when bytes were accepted. Falls back to a
+ * plain send (*id unchanged, Return as xiw_llp_send) when zero-copy is
+ * not possible. Return: bytes, -EAGAIN, -errno.
+ */
+ssize_t xiw_llp_send_zc(struct xiw_llp *l, const struct iovec *iov, int n,
+			uint32_t *id, bool *zc);
+/** xiw_llp_zc_released() - the kernel released the pages of zero-copy
+ *  call @id (and of every earlier one). */
+bool xiw_llp_zc_released(struct xiw_llp *l, uint32_t id);
+
 #endif /* XIW_LLP_H */
