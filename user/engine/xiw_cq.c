@@ -102,6 +102,7 @@ struct xiw_cq *xiw_cq_create(struct ibv_context *ctx, int cqe,
 		return NULL;
 	}
 	pthread_mutex_init(&cq->lock, NULL);
+	pthread_mutex_init(&cq->qps_lock, NULL);
 	cq->size = size;
 	cq->mask = size - 1;
 	cq->ch = ch;
@@ -129,11 +130,93 @@ int xiw_cq_destroy(struct xiw_cq *cq)
 	if (cq->ch)
 		__atomic_sub_fetch(&cq->ch->ibv.refcnt, 1, __ATOMIC_ACQ_REL);
 	pthread_mutex_destroy(&cq->lock);
+	pthread_mutex_destroy(&cq->qps_lock);
 	pthread_mutex_destroy(&cq->ibv.mutex);
 	pthread_cond_destroy(&cq->ibv.cond);
+	free(cq->qps);
 	free(cq->ring);
 	free(cq);
 	return 0;
+}
+
+/* ------------------------------------------- receiving from the poller */
+
+void xiw_cq_qp_add(struct xiw_cq *cq, struct xiw_qp *qp)
+{
+	pthread_mutex_lock(&cq->qps_lock);
+	if (cq->nqps == cq->qps_cap) {
+		uint32_t cap = cq->qps_cap ? cq->qps_cap * 2 : 4;
+		struct xiw_qp **q = realloc(cq->qps, cap * sizeof(*q));
+
+		if (!q) {
+			pthread_mutex_unlock(&cq->qps_lock);
+			return;
+		}
+		cq->qps = q;
+		cq->qps_cap = cap;
+	}
+	cq->qps[cq->nqps++] = qp;
+	pthread_mutex_unlock(&cq->qps_lock);
+}
+
+void xiw_cq_qp_del(struct xiw_cq *cq, struct xiw_qp *qp)
+{
+	pthread_mutex_lock(&cq->qps_lock);
+	for (uint32_t i = 0; i < cq->nqps; i++)
+		if (cq->qps[i] == qp) {
+			cq->qps[i] = cq->qps[--cq->nqps];
+			break;
+		}
+	pthread_mutex_unlock(&cq->qps_lock);
+}
+
+#define XIW_CQ_RX_QPS 4	/* QPs received for per empty poll at most */
+
+static int cq_rx_mode = -1;	/* XIW_POLL_RX: 0 off, 1 on (default) */
+
+/*
+ * The CQ is empty: receive for its QPs in this thread (xiw_rx_poll) rather
+ * than wait for the progress thread to wake up. Round-robin over a few QPs
+ * per call so a CQ shared by many QPs keeps poll_cq short; one poller at a
+ * time (trylock), the others just see the CQ as it is.
+ * Return: true if anything was received.
+ */
+static bool cq_rx_progress(struct xiw_cq *cq)
+{
+	int mode = __atomic_load_n(&cq_rx_mode, __ATOMIC_RELAXED);
+	bool got = false;
+	uint32_t n;
+
+	if (mode < 0) {
+		const char *v = getenv("XIW_POLL_RX");
+
+		mode = v ? atoi(v) != 0 : 1;
+		__atomic_store_n(&cq_rx_mode, mode, __ATOMIC_RELAXED);
+	}
+	if (!mode || pthread_mutex_trylock(&cq->qps_lock))
+		return false;
+	n = cq->nqps < XIW_CQ_RX_QPS ? cq->nqps : XIW_CQ_RX_QPS;
+	for (uint32_t i = 0; i < n; i++) {
+		if (cq->qps_next >= cq->nqps)
+			cq->qps_next = 0;
+		got |= xiw_rx_poll(cq->qps[cq->qps_next++]);
+	}
+	pthread_mutex_unlock(&cq->qps_lock);
+	return got;
+}
+
+/**
+ * xiw_cq_rx_handoff() - a thread is about to wait for @cq's completions
+ * without polling: QPs whose reading was left to pollers (xiw_rx_poll)
+ * go back to the progress thread now rather than at its 1 ms check.
+ */
+void xiw_cq_rx_handoff(struct xiw_cq *cq)
+{
+	pthread_mutex_lock(&cq->qps_lock);
+	for (uint32_t i = 0; i < cq->nqps; i++)
+		if (atomic_load(&cq->qps[i]->rx_app_mode))
+			xiw_rx_kick(cq->qps[i]);
+	pthread_mutex_unlock(&cq->qps_lock);
 }
 
 static __thread unsigned int empty_polls;
@@ -169,7 +252,10 @@ int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc)
 
 	/* busy pollers of an empty CQ must not contend with the producer */
 	if (__atomic_load_n(&cq->head, __ATOMIC_ACQUIRE) ==
-	    __atomic_load_n(&cq->tail, __ATOMIC_RELAXED)) {
+	    __atomic_load_n(&cq->tail, __ATOMIC_RELAXED) &&
+	    (!cq_rx_progress(cq) ||
+	     __atomic_load_n(&cq->head, __ATOMIC_ACQUIRE) ==
+	     __atomic_load_n(&cq->tail, __ATOMIC_RELAXED))) {
 		cq_idle_poll();
 		return 0;
 	}
@@ -192,6 +278,7 @@ int xiw_cq_req_notify(struct xiw_cq *cq, int solicited_only)
 {
 	if (!cq->ch)
 		return -EINVAL;
+	xiw_cq_rx_handoff(cq);
 	pthread_mutex_lock(&cq->lock);
 	if (!solicited_only)
 		cq->armed = XIW_CQ_ARM_NEXT;

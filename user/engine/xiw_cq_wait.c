@@ -121,6 +121,7 @@ static bool cq_sleep(struct xiw_cq *cq, uint32_t nmin, uint64_t deadline_ns)
 {
 	bool ready;
 
+	xiw_cq_rx_handoff(cq);	/* no poller reads for us while we sleep */
 	pthread_mutex_lock(&cq->lock);
 	for (;;) {
 		struct timespec rel, *tp = NULL;

@@ -8,9 +8,20 @@
  *                framed batch, qp->llp / qp->conn, state changes.
  *   qp->rq_lock  RQ ring (post_recv and the receive side's take/complete).
  *   cq->lock     the CQ ring and its arming.
- *   Order: tx_lock -> rq_lock -> cq->lock. Never call into the CM or the
- *   llp's close/set_owner while holding a QP lock except where noted.
- *   The receive machine (qp->rx, qp->rxs) is owned by the progress thread.
+ *   qp->rx_lock  the receive machine (qp->rx, qp->rxs, rtr_wait, rx_pend_*)
+ *                and the use of qp->llp for receiving. The progress thread
+ *                takes it (blocking) in its llp upcalls; an app thread
+ *                polling an empty CQ takes it with trylock for one
+ *                non-blocking receive pass (xiw_rx_poll). Only the progress
+ *                thread pauses reading, arms timers or ends the stream: an
+ *                app pass that meets any of that leaves it to the progress
+ *                thread (xiw_rx_kick).
+ *   cq->qps_lock the CQ's list of QPs; held by the poller across its pass.
+ *   Order: cq->qps_lock -> rx_lock -> tx_lock -> rq_lock -> cq->lock.
+ *   Never call into the CM or the llp's close/set_owner while holding a
+ *   QP lock except where noted. Whoever takes qp->llp away from an
+ *   attached QP calls xiw_rx_fence() (no QP lock held) before the llp
+ *   can be closed.
  */
 #ifndef XIW_OBJ_H
 #define XIW_OBJ_H
@@ -134,7 +145,21 @@ struct xiw_cq {
 	uint64_t wait_wakes;	/* lock: futex wakes issued by push */
 	atomic_uint_fast64_t wait_sleeps;	/* FUTEX_WAITs by waiters */
 	atomic_int waiter;	/* a thread is in xiw_cq_wait (destroy: -EBUSY) */
+	/* xiw_rx_poll() from the poller: QPs whose send or recv CQ this is */
+	pthread_mutex_t qps_lock;	/* @qps, @nqps, @qps_cap, @qps_next */
+	struct xiw_qp **qps;
+	uint32_t nqps, qps_cap, qps_next;
 };
+
+/**
+ * xiw_cq_qp_add() / xiw_cq_qp_del() - (un)list @qp on @cq so a thread
+ * polling the empty CQ receives for it (xiw_rx_poll). No QP lock held.
+ * Without memory the QP is just not listed (the progress thread still
+ * receives for it). Del waits for a poller's pass in progress.
+ */
+void xiw_cq_qp_add(struct xiw_cq *cq, struct xiw_qp *qp);
+void xiw_cq_qp_del(struct xiw_cq *cq, struct xiw_qp *qp);
+void xiw_cq_rx_handoff(struct xiw_cq *cq);
 
 /**
  * xiw_cq_push() - append one completion; fires the channel if armed.
@@ -257,7 +282,7 @@ struct xiw_txbatch {
 
 /**
  * struct xiw_rxstate - untagged/read-request receive sequencing
- * (progress thread only).
+ * (qp->rx_lock).
  * @msn:    expected MSN on QN 0 (RFC 5041 §5.1, starts at 1).
  * @rd_msn: expected MSN on QN 1.
  * @mo:     bytes of the current SEND placed so far.
@@ -319,7 +344,8 @@ struct xiw_qp {
 	int end_err;			/* TERMINATE sent: report this */
 	bool term_waiting;		/* end the stream once it is out */
 	struct xiw_ptimer end_timer;	/* give up flushing it (progress) */
-	struct xiw_ptimer rq_timer;	/* SEND waits for a receive (progress) */
+	struct xiw_ptimer rq_timer;	/* SEND waits for a receive, or app
+					 * reading is checked (progress) */
 	bool tx_hold, tx_wait_write, shutdown_pending, tx_dead;
 	int term;
 	uint8_t term_hdr[XIW_MAX_HDR_LEN];	/* offending FPDU header */
@@ -345,11 +371,17 @@ struct xiw_qp {
 	uint32_t rq_head, rq_tail;
 	bool rx_need_rqe;
 
-	/* progress thread only */
+	/* receive side: rx_lock (see the lock rules at the top) */
+	pthread_mutex_t rx_lock;
 	struct xiw_rx rx;
 	struct xiw_rxstate rxs;
 	bool rtr_wait;
 	atomic_bool rx_stop;
+	int rx_pend_term;	/* app pass: TERMINATE to send (progress) */
+	int rx_pend_err;	/* app pass: recv error to end the stream */
+	_Atomic uint64_t rx_app_poll_ns;	/* last app pass (any thread) */
+	_Atomic uint64_t rx_app_got_ns;		/* last app pass with bytes */
+	atomic_bool rx_app_mode;	/* progress thread left reading to apps */
 
 	pthread_mutex_t ref_lock;
 	pthread_cond_t ref_cond;
@@ -439,5 +471,9 @@ void xiw_rx_readable(void *arg);
 void xiw_rx_closed(void *arg, int err);
 /** xiw_rx_kick() - post_recv found the receive side waiting: resume it. */
 void xiw_rx_kick(struct xiw_qp *qp);
+/** xiw_rx_poll() - non-blocking receive pass from an app thread. */
+bool xiw_rx_poll(struct xiw_qp *qp);
+/** xiw_rx_fence() - wait until no app receive pass uses the old llp. */
+void xiw_rx_fence(struct xiw_qp *qp);
 
 #endif /* XIW_OBJ_H */

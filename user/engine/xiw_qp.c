@@ -112,6 +112,7 @@ struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
 	atomic_init(&qp->state, IBV_QPS_RESET);
 	pthread_mutex_init(&qp->tx_lock, NULL);
 	pthread_mutex_init(&qp->rq_lock, NULL);
+	pthread_mutex_init(&qp->rx_lock, NULL);
 	pthread_mutex_init(&qp->ref_lock, NULL);
 	pthread_cond_init(&qp->ref_cond, NULL);
 	qp_init_ibv(qp, pd, attr);
@@ -122,6 +123,9 @@ struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
 	xiw_pd_get(pd);
 	atomic_fetch_add(&qp->scq->nqp, 1);
 	atomic_fetch_add(&qp->rcq->nqp, 1);
+	xiw_cq_qp_add(qp->scq, qp);
+	if (qp->rcq != qp->scq)
+		xiw_cq_qp_add(qp->rcq, qp);
 	return qp;
 }
 
@@ -509,6 +513,7 @@ void xiw_qp_detach(struct xiw_qp *qp, bool abort)
 	qp_detach_locked(qp, abort, &l, &conn);
 	pthread_mutex_unlock(&qp->tx_lock);
 	if (l) {
+		xiw_rx_fence(qp);	/* an app receive pass may use it */
 		xiw_llp_set_owner(l, &noop_cb, NULL);
 		xiw_llp_abort(l);
 	}
@@ -563,6 +568,7 @@ void xiw_qp_stream_end(struct xiw_qp *qp, int err)
 	qp->rx_stop = true;
 	xiw_tx_reset(qp);
 	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_rx_fence(qp);	/* an app receive pass may use @l */
 	if (termed)
 		qp_drain_input(qp, l);
 	xiw_llp_set_owner(l, &noop_cb, NULL);
@@ -745,11 +751,15 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 		pthread_cond_wait(&qp->ref_cond, &qp->ref_lock);
 	pthread_mutex_unlock(&qp->ref_lock);
 
+	xiw_cq_qp_del(qp->scq, qp);
+	if (qp->rcq != qp->scq)
+		xiw_cq_qp_del(qp->rcq, qp);
 	atomic_fetch_sub(&qp->scq->nqp, 1);
 	atomic_fetch_sub(&qp->rcq->nqp, 1);
 	xiw_pd_put(qp->pd);
 	pthread_mutex_destroy(&qp->tx_lock);
 	pthread_mutex_destroy(&qp->rq_lock);
+	pthread_mutex_destroy(&qp->rx_lock);
 	pthread_mutex_destroy(&qp->ref_lock);
 	pthread_cond_destroy(&qp->ref_cond);
 	qp_free_mem(qp);

@@ -3,8 +3,9 @@
  * QP receive side: post_recv, the placement callbacks of the receive
  * machine (xiw_rx_ops) and the llp upcalls.
  *
- * Everything here except xiw_post_recv() runs on the progress thread, which
- * owns qp->rx and qp->rxs. Tagged FPDUs (WRITE, READ response) are checked
+ * The receive machine (qp->rx, qp->rxs) runs under qp->rx_lock: on the
+ * progress thread (llp upcalls) or, for one non-blocking pass, in an app
+ * thread polling an empty CQ (xiw_rx_poll, see there). Tagged FPDUs (WRITE, READ response) are checked
  * (STag, PD, access, bounds) before any byte is placed; untagged SENDs go
  * into the RQ head WR at their MO; READ requests queue on the IRQ. Any
  * violation returns an XIW_TERM() code: the caller sends TERMINATE, moves
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include "xiw_obj.h"
 
@@ -529,6 +531,10 @@ void xiw_rx_reset(struct xiw_qp *qp)
 	r->term_got = r->rtr_got = false;
 	r->tx_due = 0;
 	qp->rx_stop = false;
+	qp->rx_pend_term = qp->rx_pend_err = 0;
+	atomic_store(&qp->rx_app_mode, false);
+	atomic_store(&qp->rx_app_poll_ns, 0);
+	atomic_store(&qp->rx_app_got_ns, 0);
 	/* accept any FPDU the 16-bit MPA length allows from the peer */
 	xiw_rx_init(&qp->rx, &xiw_rx_ops_qp, qp, qp->params.crc,
 		    qp->params.markers_rx, 0xffff);
@@ -596,6 +602,35 @@ static bool rx_discard(struct xiw_qp *qp, struct xiw_llp *l)
 	return false;
 }
 
+/*
+ * The QP whose receive machine this thread runs (rx_lock held), so that
+ * xiw_rx_fence() and nested upcalls on the same thread do not deadlock.
+ */
+static __thread struct xiw_qp *rx_self;
+
+struct rx_hold {
+	struct xiw_qp *qp, *prev;
+	bool locked;
+};
+
+/* Take @qp's rx_lock on the progress thread (unless this thread has it). */
+static void rx_hold(struct rx_hold *h, struct xiw_qp *qp)
+{
+	h->qp = qp;
+	h->prev = rx_self;
+	h->locked = rx_self != qp;
+	if (h->locked)
+		pthread_mutex_lock(&qp->rx_lock);
+	rx_self = qp;
+}
+
+static void rx_release(struct rx_hold *h)
+{
+	rx_self = h->prev;
+	if (h->locked)
+		pthread_mutex_unlock(&h->qp->rx_lock);
+}
+
 static struct xiw_llp *rx_llp(struct xiw_qp *qp)
 {
 	struct xiw_llp *l;
@@ -627,43 +662,70 @@ static unsigned int rx_rq_wait_ms(void)
 static void rx_rq_timeout(void *arg)
 {
 	struct xiw_qp *qp = arg;
+	struct rx_hold h;
 
+	rx_hold(&h, qp);
 	xiw_log(XIW_LOG_WARN, "qp %u: no receive posted for a SEND in %u ms",
 		qp->ibv.qp_num, rx_rq_wait_ms());
 	xiw_qp_fatal(qp, XIW_T_DDP_NO_BUF);
+	rx_release(&h);
 }
 
 /*
- * One recvmsg into the receive machine. Return: true to go on.
- * @final: the llp already failed; only drain what is queued (a TERMINATE
- * may be there) and leave ending the stream to the caller.
+ * Who runs rx_step(): RXM_PG the progress thread's readable upcall;
+ * RXM_FINAL the llp already failed: only drain what is queued (a TERMINATE
+ * may be there) and leave ending the stream to the caller; RXM_APP an app
+ * thread's pass: anything but placing data is left to the progress thread.
  */
-static bool rx_step(struct xiw_qp *qp, struct xiw_llp *l, bool final)
-{
-	struct iovec iov[64];
-	ssize_t n;
-	int cnt, t;
+enum { RXM_PG, RXM_FINAL, RXM_APP };
 
-	cnt = xiw_rx_iov(&qp->rx, iov, 64);
-	if (cnt == -EAGAIN) {	/* SEND without a posted receive */
-		if (!final) {
-			xiw_llp_pause_read(l, true);
-			xiw_progress_timer_arm(&qp->rq_timer, rx_rq_wait_ms(),
-					       rx_rq_timeout, qp);
-		}
-		return false;
+/* An app pass met an event only the progress thread handles: hand over. */
+static bool rx_app_defer(struct xiw_qp *qp, int term, int err)
+{
+	qp->rx_pend_term = term;
+	qp->rx_pend_err = err;
+	xiw_rx_kick(qp);
+	return false;
+}
+
+/*
+ * What an app pass left (rx_app_defer), on the progress thread.
+ * Return: true if the stream is over.
+ */
+static bool rx_take_pending(struct xiw_qp *qp)
+{
+	int term = qp->rx_pend_term, err = qp->rx_pend_err;
+
+	qp->rx_pend_term = qp->rx_pend_err = 0;
+	if (qp->rxs.rtr_got)
+		rx_after_rtr(qp);
+	if (qp->rxs.term_got) {
+		rx_terminated(qp);
+		return true;
 	}
-	if (cnt < 0)
-		return false;
-	n = xiw_llp_recv(l, iov, cnt);
-	if (n == -EAGAIN)
-		return false;
-	if (n <= 0) {
-		if (!final)
-			xiw_qp_stream_end(qp, (int)n);
-		return false;
-	}
-	t = xiw_rx_advance(&qp->rx, (size_t)n);
+	if (term)
+		xiw_qp_fatal(qp, term);
+	else if (err)
+		xiw_qp_stream_end(qp, err);
+	return term || err;
+}
+
+/* The receive machine waits for a posted receive (rq_lock). */
+static bool rx_waits_rqe(struct xiw_qp *qp)
+{
+	bool w;
+
+	pthread_mutex_lock(&qp->rq_lock);
+	w = qp->rx_need_rqe;
+	pthread_mutex_unlock(&qp->rq_lock);
+	return w;
+}
+
+/* After xiw_rx_advance(): act on RTR, TERMINATE or a violation. */
+static bool rx_after_advance(struct xiw_qp *qp, int mode, int t)
+{
+	if (mode == RXM_APP && (qp->rxs.rtr_got || qp->rxs.term_got || t > 0))
+		return rx_app_defer(qp, t > 0 ? t : 0, 0);
 	if (qp->rxs.rtr_got)
 		rx_after_rtr(qp);
 	if (qp->rxs.term_got) {
@@ -675,6 +737,40 @@ static bool rx_step(struct xiw_qp *qp, struct xiw_llp *l, bool final)
 		return false;
 	}
 	return true;
+}
+
+/* One recvmsg into the receive machine (rx_lock held). Return: go on. */
+static bool rx_step(struct xiw_qp *qp, struct xiw_llp *l, int mode)
+{
+	struct iovec iov[64];
+	ssize_t n;
+	int cnt;
+
+	cnt = xiw_rx_iov(&qp->rx, iov, 64);
+	if (cnt == -EAGAIN) {	/* SEND without a posted receive */
+		if (mode == RXM_PG) {
+			xiw_llp_pause_read(l, true);
+			xiw_progress_timer_arm(&qp->rq_timer, rx_rq_wait_ms(),
+					       rx_rq_timeout, qp);
+		} else if (mode == RXM_APP) {
+			xiw_rx_kick(qp);	/* pause and time it there */
+		}
+		return false;
+	}
+	if (cnt < 0)
+		return false;
+	n = xiw_llp_recv(l, iov, cnt);
+	if (n == -EAGAIN)
+		return false;
+	if (n <= 0) {
+		/* EOF stays readable: the progress thread sees it again */
+		if (mode == RXM_APP)
+			return rx_app_defer(qp, 0, (int)n);
+		if (mode == RXM_PG)
+			xiw_qp_stream_end(qp, (int)n);
+		return false;
+	}
+	return rx_after_advance(qp, mode, xiw_rx_advance(&qp->rx, (size_t)n));
 }
 
 /*
@@ -722,6 +818,101 @@ static void rx_thread_slice(void)
 	done = true;
 }
 
+/* ------------------------------------------ reading in app threads --- */
+
+#define XIW_RX_APP_NS 200000ull	/* app passes got bytes this recently */
+#define XIW_RX_APP_CHECK_MS 1	/* are the apps still polling? */
+
+static uint64_t rx_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void rx_readable_locked(struct xiw_qp *qp);
+
+/* Progress thread: read in upcalls again (apps stopped polling, kick). */
+static void rx_app_leave(struct xiw_qp *qp, struct xiw_llp *l)
+{
+	if (!atomic_load(&qp->rx_app_mode))
+		return;
+	atomic_store(&qp->rx_app_mode, false);
+	xiw_llp_app_read(l, false);
+}
+
+/* rq_timer in app mode: leave it once no app pass ran for a while. */
+static void rx_app_check(void *arg)
+{
+	struct xiw_qp *qp = arg;
+	struct xiw_llp *l;
+	struct rx_hold h;
+
+	rx_hold(&h, qp);
+	l = rx_llp(qp);
+	if (l && atomic_load(&qp->rx_app_mode)) {
+		if (rx_now_ns() - atomic_load(&qp->rx_app_poll_ns) <
+		    XIW_RX_APP_CHECK_MS * 1000000ull) {
+			xiw_progress_timer_arm(&qp->rq_timer, XIW_RX_APP_CHECK_MS,
+					       rx_app_check, qp);
+		} else {
+			rx_app_leave(qp, l);
+			rx_readable_locked(qp);
+		}
+	}
+	rx_release(&h);
+}
+
+/*
+ * The progress thread was woken for bytes an app pass had already taken
+ * (xiw_rx_poll got data lately): each such wake-up only costs the app's
+ * CPU (and, with the short slice, preempts it). Stop the readable upcalls
+ * and leave reading to the polling threads; a 1 ms check (rq_timer, free
+ * then: app passes skip a QP that waits for a receive), any kick
+ * (post_recv, an event an app pass hands over) and arming the CQ for an
+ * event (xiw_cq_req_notify) switch back.
+ */
+static void rx_app_maybe_enter(struct xiw_qp *qp, struct xiw_llp *l)
+{
+	static int on = -1;	/* XIW_RX_APP_MODE=0: never (progress only) */
+
+	if (on < 0)
+		on = getenv("XIW_RX_APP_MODE") ? atoi(getenv("XIW_RX_APP_MODE")) != 0 : 1;
+	if (!on || qp->rx_stop || atomic_load(&qp->rx_app_mode) ||
+	    atomic_load(&qp->state) != IBV_QPS_RTS || rx_waits_rqe(qp) ||
+	    rx_now_ns() - atomic_load(&qp->rx_app_got_ns) >= XIW_RX_APP_NS)
+		return;
+	atomic_store(&qp->rx_app_mode, true);
+	xiw_llp_app_read(l, true);
+	xiw_progress_timer_arm(&qp->rq_timer, XIW_RX_APP_CHECK_MS,
+			       rx_app_check, qp);
+}
+
+static void rx_readable_locked(struct xiw_qp *qp)
+{
+	struct xiw_llp *l = rx_llp(qp);
+	bool got = false;
+
+	if (!l || rx_take_pending(qp))
+		return;
+	while (!qp->rx_stop) {
+		if (atomic_load(&qp->state) == IBV_QPS_ERR) {
+			if (!rx_discard(qp, l))
+				break;
+		} else if (!rx_step(qp, l, RXM_PG)) {
+			break;
+		}
+		got = true;
+		if (qp->rxs.tx_due >= XIW_RX_TX_BATCH)
+			rx_flush_tx(qp);
+	}
+	if (qp->rxs.tx_due && !qp->rx_stop)
+		rx_flush_tx(qp);
+	if (!got)
+		rx_app_maybe_enter(qp, l);
+}
+
 /**
  * xiw_rx_readable() - llp readable upcall (progress thread): receive until
  * the socket is empty, the machine waits for a receive buffer, or the
@@ -730,23 +921,12 @@ static void rx_thread_slice(void)
 void xiw_rx_readable(void *arg)
 {
 	struct xiw_qp *qp = arg;
-	struct xiw_llp *l = rx_llp(qp);
+	struct rx_hold h;
 
-	if (!l)
-		return;
 	rx_thread_slice();
-	while (!qp->rx_stop) {
-		if (atomic_load(&qp->state) == IBV_QPS_ERR) {
-			if (!rx_discard(qp, l))
-				break;
-		} else if (!rx_step(qp, l, false)) {
-			break;
-		}
-		if (qp->rxs.tx_due >= XIW_RX_TX_BATCH)
-			rx_flush_tx(qp);
-	}
-	if (qp->rxs.tx_due && !qp->rx_stop)
-		rx_flush_tx(qp);
+	rx_hold(&h, qp);
+	rx_readable_locked(qp);
+	rx_release(&h);
 }
 
 /**
@@ -757,12 +937,18 @@ void xiw_rx_readable(void *arg)
 void xiw_rx_closed(void *arg, int err)
 {
 	struct xiw_qp *qp = arg;
-	struct xiw_llp *l = rx_llp(qp);
+	struct xiw_llp *l;
+	struct rx_hold h;
 
+	rx_hold(&h, qp);
+	l = rx_llp(qp);
+	if (l && rx_take_pending(qp))
+		l = NULL;
 	if (l && atomic_load(&qp->state) != IBV_QPS_ERR)
-		while (!qp->rx_stop && rx_step(qp, l, true))
+		while (!qp->rx_stop && rx_step(qp, l, RXM_FINAL))
 			;
 	xiw_qp_stream_end(qp, err ? err : -ECONNRESET);
+	rx_release(&h);
 }
 
 static void rx_kick_fn(void *arg)
@@ -773,9 +959,65 @@ static void rx_kick_fn(void *arg)
 	xiw_progress_timer_cancel(&qp->rq_timer);
 	if (l) {
 		xiw_llp_pause_read(l, false);
+		rx_app_leave(qp, l);
 		xiw_rx_readable(qp);
 	}
 	xiw_qp_unref(qp);
+}
+
+#define XIW_RX_POLL_STEPS 16	/* recvmsg per app pass at most */
+
+/**
+ * xiw_rx_poll() - receive for @qp from an app thread that found its CQ
+ * empty (manual progress, like libfabric's): a thread spinning on
+ * ibv_poll_cq reads its own socket instead of waiting for the progress
+ * thread's wake-up, which costs 15-30 us on a busy 2-vCPU VM, more than
+ * the whole round trip. Non-blocking: skips the QP when another thread
+ * runs its receive machine, when it waits for a posted receive, or in
+ * ERROR; what only the progress thread may do is handed over to it.
+ * Return: true if bytes were received.
+ */
+bool xiw_rx_poll(struct xiw_qp *qp)
+{
+	struct xiw_llp *l;
+	struct xiw_qp *prev = rx_self;
+	bool got = false;
+
+	if (atomic_load_explicit(&qp->rx_stop, memory_order_relaxed) ||
+	    atomic_load_explicit(&qp->state, memory_order_relaxed) != IBV_QPS_RTS ||
+	    pthread_mutex_trylock(&qp->rx_lock))
+		return false;
+	rx_self = qp;
+	l = rx_llp(qp);
+	if (l && !qp->rtr_wait && !rx_waits_rqe(qp)) {
+		atomic_store_explicit(&qp->rx_app_poll_ns, rx_now_ns(),
+				      memory_order_relaxed);
+		for (int i = 0; i < XIW_RX_POLL_STEPS && !qp->rx_stop &&
+				rx_step(qp, l, RXM_APP); i++)
+			got = true;
+		if (qp->rxs.tx_due && !qp->rx_stop)
+			rx_flush_tx(qp);
+		if (got)
+			atomic_store_explicit(&qp->rx_app_got_ns, rx_now_ns(),
+					      memory_order_relaxed);
+	}
+	rx_self = prev;
+	pthread_mutex_unlock(&qp->rx_lock);
+	return got;
+}
+
+/**
+ * xiw_rx_fence() - after qp->llp was taken away (tx_lock, then released):
+ * wait for an app pass (xiw_rx_poll) that may still use the old llp, so
+ * the caller can hand it over to be closed. No QP lock held; no-op on the
+ * thread that runs @qp's receive machine.
+ */
+void xiw_rx_fence(struct xiw_qp *qp)
+{
+	if (rx_self == qp)
+		return;
+	pthread_mutex_lock(&qp->rx_lock);
+	pthread_mutex_unlock(&qp->rx_lock);
 }
 
 /**

@@ -29,6 +29,29 @@
 #include "ksock.h"
 #include "llp.h"
 
+/*
+ * ThreadSanitizer cannot see the kernel order a socket gives: a thread
+ * that receives bytes (an app thread polling its CQ, xiw_rx_poll) comes
+ * after whatever the sending thread of this process did before its send,
+ * e.g. sendmsg reading a READ source buffer the app reuses once the READ
+ * completed. Tell it so (in-process loopback peers only matter): a send
+ * releases, a receive acquires, and the send is a raw syscall TSan does
+ * not see, as the kernel's copy is done before a receiver can get a byte.
+ */
+#if defined(__SANITIZE_THREAD__)
+#include <sys/syscall.h>
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+static char tsan_wire;
+#define TSAN_SENT() __tsan_release(&tsan_wire)
+#define TSAN_RECEIVED() __tsan_acquire(&tsan_wire)
+#define llp_sendmsg(fd, m, f) syscall(SYS_sendmsg, fd, m, f)
+#else
+#define TSAN_SENT() do { } while (0)
+#define TSAN_RECEIVED() do { } while (0)
+#define llp_sendmsg sendmsg
+#endif
+
 struct xiw_llp {
 	struct xiw_pfd pfd;
 	pthread_mutex_t lock;		/* everything below */
@@ -40,6 +63,7 @@ struct xiw_llp {
 	bool connecting;		/* waiting for connect completion */
 	bool want_write;
 	bool paused;
+	bool app_read;			/* owner reads in app threads */
 	bool eof;			/* recv returned 0 */
 	bool parked;			/* out of epoll after HUP while not reading */
 	bool dead;			/* closed upcall delivered or aborted */
@@ -79,7 +103,7 @@ static uint32_t llp_want_mask(const struct xiw_llp *l)
 
 	if (l->connecting)
 		return EPOLLOUT;
-	if (!l->paused && !l->eof)
+	if (!l->paused && !l->app_read && !l->eof)
 		m |= EPOLLIN | EPOLLRDHUP;
 	if (l->want_write)
 		m |= EPOLLOUT;
@@ -180,7 +204,7 @@ static bool llp_event_in(struct xiw_llp *l, uint32_t ev)
 	bool reading;
 
 	pthread_mutex_lock(&l->lock);
-	reading = !l->paused && !l->eof;
+	reading = !l->paused && !l->app_read && !l->eof;
 	if (!reading && (ev & EPOLLHUP) && !l->parked) {
 		llp_unregister_locked(l);
 		l->parked = true;
@@ -271,8 +295,10 @@ ssize_t xiw_llp_send(struct xiw_llp *l, const struct iovec *iov, int n, bool mor
 {
 	struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
 	int flags = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0);
-	ssize_t r = sendmsg(l->pfd.fd, &msg, flags);
+	ssize_t r;
 
+	TSAN_SENT();
+	r = llp_sendmsg(l->pfd.fd, &msg, flags);
 	if (r >= 0)
 		return r;
 	return errno == EWOULDBLOCK ? -EAGAIN : -errno;
@@ -283,8 +309,10 @@ ssize_t xiw_llp_recv(struct xiw_llp *l, struct iovec *iov, int n)
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = n };
 	ssize_t r = recvmsg(l->pfd.fd, &msg, MSG_DONTWAIT);
 
-	if (r > 0)
+	if (r > 0) {
+		TSAN_RECEIVED();
 		return r;
+	}
 	if (r < 0)
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 	pthread_mutex_lock(&l->lock);
@@ -306,6 +334,14 @@ void xiw_llp_pause_read(struct xiw_llp *l, bool paused)
 {
 	pthread_mutex_lock(&l->lock);
 	l->paused = paused;
+	llp_sync_mask_locked(l);
+	pthread_mutex_unlock(&l->lock);
+}
+
+void xiw_llp_app_read(struct xiw_llp *l, bool on)
+{
+	pthread_mutex_lock(&l->lock);
+	l->app_read = on;
 	llp_sync_mask_locked(l);
 	pthread_mutex_unlock(&l->lock);
 }

@@ -56,6 +56,9 @@ void xiw_llp_want_write(struct xiw_llp *l, bool on);
 /** xiw_llp_pause_read() - stop (true) / resume (false) @readable upcalls
  *  (no receive buffer posted: TCP flow control pushes back on the peer). */
 void xiw_llp_pause_read(struct xiw_llp *l, bool paused);
+/** xiw_llp_app_read() - the owner reads from its own threads (true): no
+ *  @readable upcalls, as if paused, until called with false. */
+void xiw_llp_app_read(struct xiw_llp *l, bool on);
 
 /** xiw_llp_shutdown() - half-close our side (FIN) after queued data. */
 int xiw_llp_shutdown(struct xiw_llp *l);
