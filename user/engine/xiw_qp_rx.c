@@ -739,10 +739,16 @@ static bool rx_after_advance(struct xiw_qp *qp, int mode, int t)
 	return true;
 }
 
-/* One recvmsg into the receive machine (rx_lock held). Return: go on. */
-static bool rx_step(struct xiw_qp *qp, struct xiw_llp *l, int mode)
+enum { RX_NONE, RX_GOT, RX_GO };
+
+/*
+ * One recvmsg into the receive machine (rx_lock held).
+ * Return: RX_GO (bytes, go on), RX_GOT (bytes, stop) or RX_NONE (stop).
+ */
+static int rx_step(struct xiw_qp *qp, struct xiw_llp *l, int mode)
 {
 	struct iovec iov[64];
+	size_t want;
 	ssize_t n;
 	int cnt;
 
@@ -755,22 +761,29 @@ static bool rx_step(struct xiw_qp *qp, struct xiw_llp *l, int mode)
 		} else if (mode == RXM_APP) {
 			xiw_rx_kick(qp);	/* pause and time it there */
 		}
-		return false;
+		return RX_NONE;
 	}
 	if (cnt < 0)
-		return false;
+		return RX_NONE;
 	n = xiw_llp_recv(l, iov, cnt);
 	if (n == -EAGAIN)
-		return false;
+		return RX_NONE;
+	want = 0;
+	for (int i = 0; i < cnt; i++)
+		want += iov[i].iov_len;
 	if (n <= 0) {
 		/* EOF stays readable: the progress thread sees it again */
 		if (mode == RXM_APP)
-			return rx_app_defer(qp, 0, (int)n);
-		if (mode == RXM_PG)
+			rx_app_defer(qp, 0, (int)n);
+		else if (mode == RXM_PG)
 			xiw_qp_stream_end(qp, (int)n);
-		return false;
+		return RX_NONE;
 	}
-	return rx_after_advance(qp, mode, xiw_rx_advance(&qp->rx, (size_t)n));
+	/* a short read drained the socket: skip the recvmsg that would only
+	 * say EAGAIN (level-triggered epoll, or the next poll, comes back) */
+	if (!rx_after_advance(qp, mode, xiw_rx_advance(&qp->rx, (size_t)n)))
+		return RX_GOT;
+	return (size_t)n == want ? RX_GO : RX_GOT;
 }
 
 /*
@@ -900,10 +913,13 @@ static void rx_readable_locked(struct xiw_qp *qp)
 		if (atomic_load(&qp->state) == IBV_QPS_ERR) {
 			if (!rx_discard(qp, l))
 				break;
-		} else if (!rx_step(qp, l, RXM_PG)) {
-			break;
+		} else {
+			int r = rx_step(qp, l, RXM_PG);
+
+			got |= r != RX_NONE;
+			if (r != RX_GO)
+				break;
 		}
-		got = true;
 		if (qp->rxs.tx_due >= XIW_RX_TX_BATCH)
 			rx_flush_tx(qp);
 	}
@@ -945,7 +961,7 @@ void xiw_rx_closed(void *arg, int err)
 	if (l && rx_take_pending(qp))
 		l = NULL;
 	if (l && atomic_load(&qp->state) != IBV_QPS_ERR)
-		while (!qp->rx_stop && rx_step(qp, l, RXM_FINAL))
+		while (!qp->rx_stop && rx_step(qp, l, RXM_FINAL) == RX_GO)
 			;
 	xiw_qp_stream_end(qp, err ? err : -ECONNRESET);
 	rx_release(&h);
@@ -992,9 +1008,13 @@ bool xiw_rx_poll(struct xiw_qp *qp)
 	if (l && !qp->rtr_wait && !rx_waits_rqe(qp)) {
 		atomic_store_explicit(&qp->rx_app_poll_ns, rx_now_ns(),
 				      memory_order_relaxed);
-		for (int i = 0; i < XIW_RX_POLL_STEPS && !qp->rx_stop &&
-				rx_step(qp, l, RXM_APP); i++)
-			got = true;
+		for (int i = 0; i < XIW_RX_POLL_STEPS && !qp->rx_stop; i++) {
+			int r = rx_step(qp, l, RXM_APP);
+
+			got |= r != RX_NONE;
+			if (r != RX_GO)
+				break;
+		}
 		if (qp->rxs.tx_due && !qp->rx_stop)
 			rx_flush_tx(qp);
 		if (got)
