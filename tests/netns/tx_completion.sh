@@ -20,6 +20,9 @@
 #          (completed >= peer Recv-Q + local Send-Q - slack). Every
 #          post_send returned in < 1 ms. After SIGCONT every WR
 #          completes and the server checks the bytes.
+#  multi   64 QPs from one client for 3 s, once with every peer reading and
+#          once with the peer of QP 63 stopped: the other 63 must keep
+#          (most of) their throughput, none starved, their data intact.
 #
 # The delay is tc netem when the kernel has sch_netem, else the user-space
 # delay line tests/netns/xiw_delayfwd in a third namespace.
@@ -246,9 +249,63 @@ stop_case() { # MODE
 	fi
 }
 
+# multi_run NAME STALL: 64 QPs from one client; STALL=1: the last QP's
+# server is stopped. MULTI = "total_of_the_first_63 min_of_them stalled_qp".
+multi_run() {
+	local name=$1 stall=$2 p1 p2 s1 s2 cli pid1 pid2 cpid rc=0
+	port=$((port + 2))
+	p1=$port
+	p2=$((port + 1))
+	s1=$LOGDIR/$name.srv1
+	s2=$LOGDIR/$name.srv2
+	cli=$LOGDIR/$name.cli
+	if [ "$stall" = 1 ]; then
+		xiw_bg A "$BIN" -s -p $p1 -n 63 -m 1 -q 64 >"$s1" 2>&1
+		pid1=$XIW_LAST_PID
+		xiw_bg A "$BIN" -s -S -p $p2 -n 1 -m 1 -q 64 >"$s2" 2>&1
+		pid2=$XIW_LAST_PID
+		xiw_wait_listen A $p2 10 "$pid2" || { failc "$name: no listener"; return 1; }
+	else
+		xiw_bg A "$BIN" -s -p $p1 -n 64 -m 1 -q 64 >"$s1" 2>&1
+		pid1=$XIW_LAST_PID
+	fi
+	xiw_wait_listen A $p1 10 "$pid1" || { failc "$name: no listener"; return 1; }
+	# shellcheck disable=SC2046
+	xiw_bg B "$BIN" -c "$XIW_IP_A" -p $p1 $([ "$stall" = 1 ] && echo -P $p2) \
+		-n 64 -t multi -d 3 -l 65536 -q 64 -m 1 >"$cli" 2>&1
+	cpid=$XIW_LAST_PID
+	xiw_wait_pid "$cpid" 60 || rc=1
+	xiw_wait_pid "$pid1" 30 || rc=1
+	[ "$stall" = 1 ] && xiw_stop "$pid2" 1 >/dev/null 2>&1
+	if [ $rc -ne 0 ] || ! grep -q "client: done" "$cli" || ! grep -q "data ok" "$s1"; then
+		failc "$name: client/server failed"
+		showlogs "$s1" "$cli"
+		return 1
+	fi
+	MULTI=$(awk '/^qp /{ if ($2 < 63) { t += $4; if (min == "" || $4 < min) min = $4 } else last = $4 }
+		END { printf "%.0f %.0f %.0f\n", t, min, last }' "$cli")
+}
+
+multi_case() {
+	local base stalled bt bm st sm sl
+	multi_run multi-base 0 || return
+	base=$MULTI
+	multi_run multi-stall 1 || return
+	stalled=$MULTI
+	read -r bt bm _ <<<"$base"
+	read -r st sm sl <<<"$stalled"
+	echo "64 QPs, 3 s: 63 QPs moved $((bt >> 20)) MiB (min/QP $((bm >> 20)) MiB) with all peers reading, $((st >> 20)) MiB (min/QP $((sm >> 20)) MiB) with QP 63's peer stopped (it moved $((sl >> 10)) KiB)"
+	if [ "$st" -ge $((bt * 6 / 10)) ] && [ "$sm" -ge $((st / 63 / 4)) ]; then
+		pass "multi: the other 63 QPs keep progressing while one peer is stalled"
+	else
+		failc "multi: stalled run $st B (min $sm) vs $bt B with all peers reading"
+	fi
+}
+
 want lat && lat_cases
 want stop-copy && stop_case copy
 want stop-ack && stop_case ack
+want multi && multi_case
 
 [ $nfail -eq 0 ] && { echo "tx_completion: all passed"; exit 0; }
 echo "tx_completion: $nfail failed"

@@ -364,6 +364,12 @@ struct xiw_qp {
 	bool zc_any;			/* @zc_last is valid */
 	uint32_t zc_last;		/* llp id of the last zero-copy send */
 	uint32_t zc_wait;		/* SQ WRs in state XIW_SQE_ACKED */
+	/* datamover (seed 003, xiw_datamover.c) */
+	bool dm_owned;			/* tx_lock: the datamover sends for it */
+	int dm_state;			/* dm lock: enum xiw_dm_state */
+	bool dm_cancel, dm_fd_added;	/* dm lock */
+	int dm_fd;			/* dm lock: fd in the datamover's epoll */
+	struct xiw_qp *dm_next;		/* dm lock: active list link */
 
 	pthread_mutex_t rq_lock;
 	struct xiw_rqe *rq;
@@ -439,6 +445,33 @@ void xiw_tx_push(struct xiw_qp *qp);
 void xiw_tx_reset(struct xiw_qp *qp);
 /** xiw_tx_writable() - llp writable upcall (progress thread). */
 void xiw_tx_writable(void *arg);
+
+#define XIW_TX_DIRECT (256u * 1024)	/* bytes a poster sends directly */
+#define XIW_DM_PIECE (64u * 1024)	/* bytes per datamover turn */
+enum { XIW_TX_DONE, XIW_TX_SHORT, XIW_TX_MORE };
+int xiw_tx_send_some(struct xiw_qp *qp, size_t budget);
+
+/* ---- xiw_datamover.c: asynchronous datamover (seed 003) ---- */
+
+enum xiw_dm_state { XIW_DM_IDLE, XIW_DM_ACTIVE, XIW_DM_PAUSED,
+		    XIW_DM_RUNNING, XIW_DM_CANCEL };
+
+/**
+ * xiw_dm_activate() - @qp has more to send than its direct budget: the
+ * datamover serves it round-robin in XIW_DM_PIECE pieces. tx_lock held;
+ * a doorbell (eventfd write) only if the datamover sleeps.
+ */
+void xiw_dm_activate(struct xiw_qp *qp);
+/**
+ * xiw_dm_pause() - @qp's stream lacks send space: the datamover resumes
+ * it when the socket reports space again (EPOLLOUT: TCP's free space is
+ * at least a third of the buffer, sk_stream_wspace >= min_wspace).
+ * tx_lock held.
+ */
+void xiw_dm_pause(struct xiw_qp *qp);
+/** xiw_dm_forget() - the stream is gone or reset: stop serving @qp
+ *  (tx_lock held; the datamover drops its reference soon). */
+void xiw_dm_forget(struct xiw_qp *qp);
 
 /* ---- xiw_txack.c: ACK completions (seed 000) ---- */
 

@@ -588,6 +588,7 @@ void xiw_tx_reset(struct xiw_qp *qp)
 	qp->msg.kind = XIW_TXK_NONE;
 	batch_reset(qp->b);
 	qp->tx_wait_write = false;
+	xiw_dm_forget(qp);	/* before the stream's fd may be closed */
 	xiw_txc_reset(&qp->txc);
 	qp->ack_tried = qp->ack_traced = false;
 	qp->zc_off = qp->zc_any = false;
@@ -627,20 +628,20 @@ static bool batch_empty(const struct xiw_txbatch *b)
  * the same way (MSG_ZEROCOPY or copied), until a short send. Does not
  * advance the batch. Return: bytes accepted, -EAGAIN if none, -errno.
  */
-static ssize_t batch_send_runs(struct xiw_qp *qp)
+static ssize_t batch_send_runs(struct xiw_qp *qp, int end)
 {
 	struct xiw_txbatch *b = qp->b;
 	size_t total = 0;
 	int i = b->iov_idx;
 
-	while (i < b->niov) {
+	while (i < end) {
 		size_t want = 0;
 		bool zc = b->zc[i], used = false;
 		int j = i;
 		uint32_t id;
 		ssize_t n;
 
-		for (; j < b->niov && b->zc[j] == zc; j++)
+		for (; j < end && b->zc[j] == zc; j++)
 			want += b->iov[j].iov_len;
 		n = zc ? xiw_llp_send_zc(qp->llp, b->iov + i, j - i, &id, &used) :
 			 xiw_llp_send(qp->llp, b->iov + i, j - i, false);
@@ -658,48 +659,29 @@ static ssize_t batch_send_runs(struct xiw_qp *qp)
 	return (ssize_t)total;
 }
 
-/**
- * xiw_tx_push() - frame and send until there is nothing to send or the
- * stream lacks space (tx_lock held). A short send leaves the rest of the
- * batch and asks for one writable upcall. With shutdown_pending, sends FIN
- * once everything framed is out.
+/*
+ * One sendmsg (or one per zero-copy run) of at most @limit bytes of the
+ * batch (at least one iovec); *@want: the bytes offered.
+ * Return: bytes accepted, -EAGAIN, -errno.
  */
-void xiw_tx_push(struct xiw_qp *qp)
+static ssize_t batch_send(struct xiw_qp *qp, size_t limit, size_t *want)
 {
 	struct xiw_txbatch *b = qp->b;
-	ssize_t n;
+	size_t bytes = b->iov[b->iov_idx].iov_len;
+	int end = b->iov_idx + 1;
 
-	if (!qp->llp || qp->tx_dead || qp->tx_wait_write)
-		return;
-	for (;;) {
-		if (batch_empty(b)) {
-			batch_reset(b);
-			batch_fill(qp);
-			if (batch_empty(b))
-				break;
-		}
-		tx_ack_sync(qp);
-		n = b->any_zc ? batch_send_runs(qp) :
-		    xiw_llp_send(qp->llp, b->iov + b->iov_idx,
-				 b->niov - b->iov_idx, false);
-		if (n == -EAGAIN)
-			n = 0;
-		if (n < 0) {	/* the stream failed: rx/closed ends it */
-			xiw_log(XIW_LOG_INFO, "qp %u: send: %zd",
-				qp->ibv.qp_num, n);
-			qp->tx_dead = true;
-			return;
-		}
-		batch_advance(b, (size_t)n);
-		if (qp->txc.synced)
-			xiw_txc_handed(&qp->txc, (uint32_t)n);
-		batch_marks(qp);
-		if (!batch_empty(b)) {
-			qp->tx_wait_write = true;
-			xiw_llp_want_write(qp->llp, true);
-			return;
-		}
-	}
+	while (end < b->niov && bytes + b->iov[end].iov_len <= limit)
+		bytes += b->iov[end++].iov_len;
+	*want = bytes;
+	if (b->any_zc)
+		return batch_send_runs(qp, end);
+	return xiw_llp_send(qp->llp, b->iov + b->iov_idx, end - b->iov_idx,
+			    false);
+}
+
+/* Everything is out: FIN if the stream is to end (tx_lock held). */
+static void tx_fin(struct xiw_qp *qp)
+{
 	if (qp->shutdown_pending) {
 		qp->shutdown_pending = false;
 		xiw_llp_shutdown(qp->llp);
@@ -708,6 +690,72 @@ void xiw_tx_push(struct xiw_qp *qp)
 			xiw_qp_end_async(qp, qp->end_err);
 		}
 	}
+}
+
+/**
+ * xiw_tx_send_some() - frame and send up to about @budget bytes (tx_lock
+ * held), in sendmsg calls of at most the remaining budget, so a caller
+ * serving many QPs can give each a fair piece (seed 003).
+ * Return: XIW_TX_DONE nothing left to send (FIN sent if pending),
+ * XIW_TX_SHORT the stream lacks send space, XIW_TX_MORE budget used up.
+ */
+int xiw_tx_send_some(struct xiw_qp *qp, size_t budget)
+{
+	struct xiw_txbatch *b = qp->b;
+	size_t done = 0, want;
+	ssize_t n;
+
+	if (!qp->llp || qp->tx_dead)
+		return XIW_TX_DONE;
+	for (;;) {
+		if (batch_empty(b)) {
+			batch_reset(b);
+			batch_fill(qp);
+			if (batch_empty(b))
+				break;
+		}
+		if (done >= budget)
+			return XIW_TX_MORE;
+		tx_ack_sync(qp);
+		n = batch_send(qp, budget - done, &want);
+		if (n == -EAGAIN)
+			n = 0;
+		if (n < 0) {	/* the stream failed: rx/closed ends it */
+			xiw_log(XIW_LOG_INFO, "qp %u: send: %zd",
+				qp->ibv.qp_num, n);
+			qp->tx_dead = true;
+			return XIW_TX_DONE;
+		}
+		batch_advance(b, (size_t)n);
+		if (qp->txc.synced)
+			xiw_txc_handed(&qp->txc, (uint32_t)n);
+		batch_marks(qp);
+		done += (size_t)n;
+		if ((size_t)n < want)
+			return XIW_TX_SHORT;	/* the kernel took less */
+	}
+	tx_fin(qp);
+	return XIW_TX_DONE;
+}
+
+/**
+ * xiw_tx_push() - direct send (seed 003): frame and send in the calling
+ * thread (tx_lock held) unless the datamover owns the QP's sending. At
+ * most XIW_TX_DIRECT bytes here; the rest goes to the datamover, as does
+ * a QP whose stream lacks send space (it resumes it when space is back).
+ * Never blocks. With shutdown_pending, sends FIN once everything is out.
+ */
+void xiw_tx_push(struct xiw_qp *qp)
+{
+	int r;
+
+	if (qp->dm_owned)
+		return;
+	r = xiw_tx_send_some(qp, XIW_TX_DIRECT);
+	if (r == XIW_TX_SHORT)
+		xiw_dm_pause(qp);
+	else if (r == XIW_TX_MORE)
+		xiw_dm_activate(qp);
 }
 
 /**

@@ -31,6 +31,11 @@
 
 #define ACK_STATE_TRIES 8
 
+int xiw_llp_poll_fd(struct xiw_llp *l)
+{
+	return xiw_ksock_fd(l);
+}
+
 static int outq_read(int fd, uint32_t *outq)
 {
 	int v;

@@ -68,6 +68,9 @@ void xiw_llp_abort(struct xiw_llp *l);
  *  it returns no upcall for @l is running or will run. */
 void xiw_llp_close(struct xiw_llp *l);
 
+/** xiw_llp_poll_fd() - an fd that polls EPOLLOUT when send space is back
+ *  (the datamover's own epoll set, seed 003). */
+int xiw_llp_poll_fd(struct xiw_llp *l);
 /** xiw_llp_mss() - the connection's TCP MSS (bytes), for FPDU sizing. */
 uint32_t xiw_llp_mss(struct xiw_llp *l);
 /** xiw_llp_addrs() - local and peer address. */
