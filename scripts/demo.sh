@@ -80,9 +80,20 @@ run_perf() {
 	local port=$1 prog=$2 kind=$3 v
 	shift 3
 	progress "$prog -R $*"
-	if xiw_pair "$prog" "$port" 60 \
-		"$XIWRUN" "$prog" -R -F -p "$port" "$@" -- \
-		"$XIWRUN" "$prog" -R -F -p "$port" "$@" "$XIW_IP_A"; then
+	local ok=0 try
+	for try in 1 2; do
+		if xiw_pair "$prog" "$port" 60 \
+			"$XIWRUN" "$prog" -R -F -p "$port" "$@" -- \
+			"$XIWRUN" "$prog" -R -F -p "$port" "$@" "$XIW_IP_A"; then
+			ok=1
+			break
+		fi
+		# perftest's own reconnect race (scripts/netns.sh): retry once
+		if [ $try != 1 ] || ! xiw_pair_connect_race; then break; fi
+		progress "$prog: REJECTED before the test started (perftest reconnect race), retrying once"
+		port=$((port + 1000))
+	done
+	if [ $ok = 1 ]; then
 		if v=$(xiw_perftest_value "$XIW_PAIR_CLOG" "$kind"); then
 			if [ "$kind" = bw ]; then
 				row "$prog -R" pass "$v MB/s"

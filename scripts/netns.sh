@@ -364,6 +364,18 @@ xiw_pair() {
 	[ -z "$XIW_PAIR_WHY" ]
 }
 
+# xiw_pair_connect_race: 0 if the last xiw_pair failed the way perftest
+# fails when its second rdma_cm connection (the test QPs) reaches the
+# server before the server listens again: the client gets
+# RDMA_CM_EVENT_REJECTED (ECONNREFUSED) before any result (and perftest
+# 4.5's own retry path then crashes). A race in the unmodified client,
+# likelier on a loaded machine; callers may retry once, visibly.
+xiw_pair_connect_race() {
+	[ -n "${XIW_PAIR_WHY:-}" ] || return 1
+	grep -q 'RDMA_CM_EVENT_REJECTED' "$XIW_PAIR_CERR" 2>/dev/null || return 1
+	! grep -q '#bytes' "$XIW_PAIR_CLOG" 2>/dev/null
+}
+
 # xiw_pair_show_logs [LINES]: tail of the last pair's logs (on failure).
 xiw_pair_show_logs() {
 	local n=${1:-25} f

@@ -147,13 +147,23 @@ xc_perftest() {
 	local label=$1 port=$2 prog=$3 kind=$4 rc=0 v why unit
 	xc_give_up "$label" && return 0
 	shift 4
-	local t=$((45 * XIW_TMUL))
-	if xiw_pair "$(safe_label "$label")" "$port" "$t" \
-		env "${XC_ENV[@]}" "${XC_SENV[@]}" "$XIWRUN" "$prog" -R -F -p "$port" "$@" -- \
-		env "${XC_ENV[@]}" "${XC_CENV[@]}" "$XIWRUN" "$prog" -R -F -p "$port" "$@" "$XIW_IP_A"; then
+	local t=$((45 * XIW_TMUL)) ok=0 try retried=""
+	for try in 1 2; do
+		if xiw_pair "$(safe_label "$label")" "$port" "$t" \
+			env "${XC_ENV[@]}" "${XC_SENV[@]}" "$XIWRUN" "$prog" -R -F -p "$port" "$@" -- \
+			env "${XC_ENV[@]}" "${XC_CENV[@]}" "$XIWRUN" "$prog" -R -F -p "$port" "$@" "$XIW_IP_A"; then
+			ok=1
+			break
+		fi
+		# perftest's own reconnect race (see xiw_pair_connect_race): once
+		if [ $try != 1 ] || ! xiw_pair_connect_race; then break; fi
+		retried="  (retried: 1st attempt hit perftest's reconnect race, REJECTED)"
+		port=$((port + 1000))
+	done
+	if [ $ok = 1 ]; then
 		if v=$(xiw_perftest_value "$XIW_PAIR_CLOG" "$kind"); then
 			[ "$kind" = bw ] && unit="MB/s" || unit="usec typical"
-			why="$v $unit"
+			why="$v $unit$retried"
 			# a stall, not a failure: flag it so it gets looked at
 			if [ "$kind" = lat ] && awk -v v="$v" 'BEGIN { exit !(v > 1000) }'; then
 				why="$why  (SLOW: typical latency above 1 ms)"
