@@ -181,7 +181,7 @@ static void txack_timer_fn(void *arg);
 /* Progress thread: check every watched QP; keep those still waiting. */
 static void txack_scan(void)
 {
-	struct xiw_qp *qp, *next, *drop = NULL;
+	struct xiw_qp *qp, *next;
 	bool fast = false, left;
 
 	pthread_mutex_lock(&txack.lock);
@@ -189,7 +189,7 @@ static void txack_scan(void)
 	txack.list = NULL;
 	pthread_mutex_unlock(&txack.lock);
 	for (; qp; qp = next) {
-		next = qp->ack_next;
+		next = qp->ack_next;	/* still listed: nobody else writes it */
 		pthread_mutex_lock(&qp->tx_lock);
 		left = qp_ack_poll(qp, &fast);
 		/* decided under tx_lock: a post after this sees the flag */
@@ -197,18 +197,13 @@ static void txack_scan(void)
 		if (left) {
 			qp->ack_next = txack.list;
 			txack.list = qp;
-		} else {
+		} else {	/* a post may list it again right away */
 			qp->ack_listed = false;
-			qp->ack_next = drop;
-			drop = qp;
 		}
-		left = txack.list != NULL;
 		pthread_mutex_unlock(&txack.lock);
 		pthread_mutex_unlock(&qp->tx_lock);
-	}
-	for (; drop; drop = next) {
-		next = drop->ack_next;
-		xiw_qp_unref(drop);
+		if (!left)	/* after its locks: destroy may free it now */
+			xiw_qp_unref(qp);
 	}
 	pthread_mutex_lock(&txack.lock);
 	left = txack.list != NULL;
