@@ -23,6 +23,10 @@
 #  multi   64 QPs from one client for 3 s, once with every peer reading and
 #          once with the peer of QP 63 stopped: the other 63 must keep
 #          (most of) their throughput, none starved, their data intact.
+#  cq-*    an 8-entry CQ and 256+ signalled WRITEs posted at once, not
+#          polled for 300 ms: posting stops with ENOMEM when the SQ is
+#          full, WRs without a CQE slot wait (seed 002 credits), no WC is
+#          dropped, all arrive when polled.
 #
 # The delay is tc netem when the kernel has sch_netem, else the user-space
 # delay line tests/netns/xiw_delayfwd in a third namespace.
@@ -302,10 +306,31 @@ multi_case() {
 	fi
 }
 
+# cq: 8-entry CQ, 256+ signalled WRITEs posted at once, polled late
+cq_case() {
+	local srv=$LOGDIR/cq.srv cli=$LOGDIR/cq.cli spid rc=0 mode
+	for mode in copy ack; do
+		port=$((port + 1))
+		xiw_bg A env XIW_TX_COMPLETION=$mode "$BIN" -s -p $port -m 8 >"$srv" 2>&1
+		spid=$XIW_LAST_PID
+		xiw_wait_listen A $port 10 "$spid" || { failc "cq-$mode: no listener"; return; }
+		xiw_in B env XIW_TX_COMPLETION=$mode timeout 60 "$BIN" -c "$XIW_IP_A" -p $port \
+			-t cq -C 8 -q 256 -l 4096 -m 8 >"$cli" 2>&1 || rc=1
+		xiw_wait_pid "$spid" 20 || rc=1
+		if [ $rc -eq 0 ] && grep -q "data ok" "$srv" && ! grep -q overflow "$cli"; then
+			pass "cq-$mode: $(grep '^cq:' "$cli"); $(grep '^post ' "$cli")"
+		else
+			failc "cq-$mode: CQ overflow or lost WCs"
+			showlogs "$srv" "$cli"
+		fi
+	done
+}
+
 want lat && lat_cases
 want stop-copy && stop_case copy
 want stop-ack && stop_case ack
 want multi && multi_case
+want cq && cq_case
 
 [ $nfail -eq 0 ] && { echo "tx_completion: all passed"; exit 0; }
 echo "tx_completion: $nfail failed"

@@ -16,6 +16,7 @@
  *            ibv_post_send; once no WC came for 1.5 s prints
  *            "stall done_bytes=B"; then waits for all (SIGCONT at the
  *            peer); prints post_max_us=
+ *     cq:    a -C entry CQ, -q WRITEs posted at once, polled late
  *     multi: -n QPS connections (one server per -p PORT, -P PORT2 for
  *            the last QP); WRITEs on all for -d seconds; prints the
  *            completed bytes of each QP ("qp I bytes B").
@@ -54,7 +55,7 @@ struct conn {
 };
 
 static struct {
-	int server, stop_self, nqp, k, depth, secs;
+	int server, stop_self, nqp, k, depth, secs, cqe;
 	const char *addr, *port, *port2, *test;
 	size_t len, mrsize;
 	struct rdma_event_channel *ch;
@@ -62,7 +63,7 @@ static struct {
 	struct ibv_cq *cq;
 	struct conn c[MAXQP];
 	int recvs_done;
-} g = { .nqp = 1, .k = 5, .depth = 1024, .secs = 3, .len = 4096,
+} g = { .cqe = 4096, .nqp = 1, .k = 5, .depth = 1024, .secs = 3, .len = 4096,
 	.mrsize = 64u << 20, .port = "7700", .test = "lat" };
 
 static int fail(const char *what)
@@ -107,7 +108,7 @@ static void setup_qp(struct conn *c, int i)
 
 	if (!g.pd) {
 		g.pd = ibv_alloc_pd(c->id->verbs);
-		g.cq = g.pd ? ibv_create_cq(c->id->verbs, 4096, NULL, NULL, 0) : NULL;
+		g.cq = g.pd ? ibv_create_cq(c->id->verbs, g.cqe, NULL, NULL, 0) : NULL;
 		if (!g.cq)
 			fail("pd/cq");
 	}
@@ -387,6 +388,43 @@ static void test_multi(void)
 	fflush(stdout);
 }
 
+/*
+ * cq: a CQ of -C entries, -q signalled WRITEs posted at once (the SQ
+ * holds them), then one more (the SQ is full: ENOMEM). Nothing is polled
+ * for 300 ms: the engine must hold back WRs that have no CQE slot instead
+ * of dropping their WCs. Then every WC must arrive, polled slowly.
+ */
+static void test_cq(void)
+{
+	struct conn *c = &g.c[0];
+	uint64_t t0;
+	int ret;
+
+	while (!(ret = post_write(c, NULL)) && c->posted < (uint64_t)g.depth * 2)
+		;
+	printf("post %llu: %s\n", (unsigned long long)c->posted + 1,
+	       ret == ENOMEM ? "ENOMEM (SQ full)" : strerror(ret));
+	if (ret != ENOMEM || c->posted < (uint64_t)g.depth)
+		exit(1);
+	usleep(300000);
+	for (t0 = now_us(); c->done < c->posted && now_us() - t0 < 20000000;) {
+		struct ibv_wc wc;
+		int n = ibv_poll_cq(g.cq, 1, &wc);
+
+		if (n == 1 && wc.status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "xiw_txmode: wc status %d\n", wc.status);
+			exit(1);
+		}
+		c->done += (uint64_t)n;
+		if (n == 0)
+			usleep(100);
+	}
+	printf("cq: %llu of %llu WCs with a %d-entry CQ\n",
+	       (unsigned long long)c->done, (unsigned long long)c->posted, g.cqe);
+	if (c->done != c->posted)
+		exit(1);
+}
+
 static void send_fin(struct conn *c)
 {
 	uint32_t wrote = (uint32_t)(c->posted * g.len < g.mrsize - g.len ?
@@ -412,6 +450,8 @@ static int run_client(void)
 		test_lat();
 	else if (!strcmp(g.test, "stop"))
 		test_stop();
+	else if (!strcmp(g.test, "cq"))
+		test_cq();
 	else
 		test_multi();
 	if (!strcmp(g.test, "multi") && g.port2)
@@ -440,7 +480,7 @@ int main(int argc, char **argv)
 	int o;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((o = getopt(argc, argv, "sc:p:P:n:St:l:q:k:d:m:")) != -1) {
+	while ((o = getopt(argc, argv, "sc:p:P:n:St:l:q:k:d:m:C:")) != -1) {
 		switch (o) {
 		case 's': g.server = 1; break;
 		case 'c': g.addr = optarg; break;
@@ -454,6 +494,7 @@ int main(int argc, char **argv)
 		case 'k': g.k = atoi(optarg); break;
 		case 'd': g.secs = atoi(optarg); break;
 		case 'm': g.mrsize = (size_t)atol(optarg) << 20; break;
+		case 'C': g.cqe = atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: see the comment at the top\n");
 			return 2;

@@ -266,6 +266,10 @@ int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc)
 		__atomic_store_n(&cq->tail, cq->tail + 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&cq->lock);
+	/* seed 002: slots were freed and a QP waits for one */
+	if (i && __atomic_load_n(&cq->credit_wait, __ATOMIC_ACQUIRE) &&
+	    __atomic_exchange_n(&cq->credit_wait, false, __ATOMIC_ACQ_REL))
+		xiw_dm_credit_kick();
 	return i;
 }
 
@@ -306,16 +310,21 @@ static void cq_fire(struct xiw_cq *cq)
 }
 
 /**
- * xiw_cq_push() - append @wc; fire the channel if the CQ is armed for it.
+ * cq_push() - append @wc; fire the channel if the CQ is armed for it.
  * @solicited: completion of a solicited message (SEND with SE).
+ * @reserved: the WC takes the slot xiw_cq_reserve() set aside for it;
+ *   otherwise reserved slots count as used.
  * Return: 0, or -ENOSPC when the CQ is full (the WC is dropped, counted).
  */
-int xiw_cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited)
+static int cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited,
+		   bool reserved)
 {
 	bool fire = false, wake = false;
 
 	pthread_mutex_lock(&cq->lock);
-	if (cq->head - cq->tail >= cq->size) {
+	if (reserved)
+		cq->resv--;	/* its slot: free by construction */
+	else if (cq->head - cq->tail + cq->resv >= cq->size) {
 		cq->overflow++;
 		pthread_mutex_unlock(&cq->lock);
 		xiw_log(XIW_LOG_ERROR, "cq %p overflow: wr_id %#llx dropped",
@@ -339,4 +348,35 @@ int xiw_cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited)
 	if (wake)
 		xiw_cq_wait_wake(cq);
 	return 0;
+}
+
+int xiw_cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	return cq_push(cq, wc, solicited, false);
+}
+
+int xiw_cq_push_reserved(struct xiw_cq *cq, const struct ibv_wc *wc)
+{
+	return cq_push(cq, wc, false, true);
+}
+
+bool xiw_cq_has_room(struct xiw_cq *cq)
+{
+	bool ok;
+
+	pthread_mutex_lock(&cq->lock);
+	ok = cq->head - cq->tail + cq->resv < cq->size;
+	pthread_mutex_unlock(&cq->lock);
+	return ok;
+}
+
+bool xiw_cq_reserve(struct xiw_cq *cq)
+{
+	bool ok;
+
+	pthread_mutex_lock(&cq->lock);
+	ok = cq->head - cq->tail + cq->resv < cq->size;
+	cq->resv += ok;
+	pthread_mutex_unlock(&cq->lock);
+	return ok;
 }

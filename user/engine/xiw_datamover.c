@@ -37,6 +37,7 @@ static struct {
 	int epfd, evfd;
 	pthread_mutex_t lock;
 	struct xiw_qp *head, *tail;	/* active list */
+	struct xiw_qp *credit;		/* QPs waiting for a CQE slot */
 	bool sleeping;
 } dm = { .once = PTHREAD_ONCE_INIT, .epfd = -1, .evfd = -1,
 	 .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -119,7 +120,54 @@ static void dm_fd_wait(struct xiw_qp *qp)
 	dm_append(qp);
 }
 
-/* tx_lock held: take the QP over in @state (ACTIVE or PAUSED). */
+/* dm.lock held: park @qp until a CQ poll frees a slot (seed 002). */
+static void dm_credit_park(struct xiw_qp *qp)
+{
+	qp->dm_state = XIW_DM_CREDIT;
+	qp->dm_next = dm.credit;
+	dm.credit = qp;
+}
+
+/* dm.lock held: take @qp off the credit list. */
+static void dm_credit_unlink(struct xiw_qp *qp)
+{
+	for (struct xiw_qp **pp = &dm.credit; *pp; pp = &(*pp)->dm_next)
+		if (*pp == qp) {
+			*pp = qp->dm_next;
+			return;
+		}
+}
+
+/*
+ * After parking @qp (dm.lock not held): ask the send CQ's pollers for a
+ * kick, then look again, so a poll between our last reservation attempt
+ * and the parking is not missed.
+ */
+static void dm_credit_recheck(struct xiw_qp *qp)
+{
+	__atomic_store_n(&qp->scq->credit_wait, true, __ATOMIC_SEQ_CST);
+	if (xiw_cq_has_room(qp->scq))
+		xiw_dm_credit_kick();
+}
+
+void xiw_dm_credit_kick(void)
+{
+	bool wake = false;
+
+	pthread_mutex_lock(&dm.lock);
+	while (dm.credit) {
+		struct xiw_qp *qp = dm.credit;
+
+		dm.credit = qp->dm_next;
+		qp->dm_state = XIW_DM_ACTIVE;
+		wake |= dm_append(qp);
+	}
+	pthread_mutex_unlock(&dm.lock);
+	if (wake)
+		doorbell();
+}
+
+/* tx_lock held: take the QP over in @state (ACTIVE, PAUSED or CREDIT). */
 static void dm_take(struct xiw_qp *qp, int state)
 {
 	bool wake = false;
@@ -136,6 +184,8 @@ static void dm_take(struct xiw_qp *qp, int state)
 		xiw_qp_ref(qp);
 		if (state == XIW_DM_PAUSED) {
 			dm_fd_wait(qp);
+		} else if (state == XIW_DM_CREDIT) {
+			dm_credit_park(qp);
 		} else {
 			qp->dm_state = XIW_DM_ACTIVE;
 			wake = dm_append(qp);
@@ -166,6 +216,12 @@ void xiw_dm_pause(struct xiw_qp *qp)
 	dm_take(qp, XIW_DM_PAUSED);
 }
 
+void xiw_dm_credit_wait(struct xiw_qp *qp)
+{
+	dm_take(qp, XIW_DM_CREDIT);
+	dm_credit_recheck(qp);
+}
+
 void xiw_dm_forget(struct xiw_qp *qp)
 {
 	bool wake = false;
@@ -175,7 +231,9 @@ void xiw_dm_forget(struct xiw_qp *qp)
 	qp->dm_owned = false;
 	pthread_mutex_lock(&dm.lock);
 	dm_fd_del(qp);	/* before the stream's fd can be closed */
-	if (qp->dm_state == XIW_DM_PAUSED) {
+	if (qp->dm_state == XIW_DM_CREDIT)
+		dm_credit_unlink(qp);
+	if (qp->dm_state == XIW_DM_PAUSED || qp->dm_state == XIW_DM_CREDIT) {
 		qp->dm_state = XIW_DM_CANCEL;
 		wake = dm_append(qp);	/* the datamover drops its ref */
 	} else if (qp->dm_state == XIW_DM_ACTIVE) {
@@ -193,7 +251,7 @@ void xiw_dm_forget(struct xiw_qp *qp)
 /* One turn for @qp (popped, state RUNNING). Return: drop its reference. */
 static bool dm_turn(struct xiw_qp *qp)
 {
-	bool cancel, drop = false;
+	bool cancel, drop = false, credit = false;
 	int r = XIW_TX_DONE;
 
 	pthread_mutex_lock(&qp->tx_lock);
@@ -212,11 +270,16 @@ static bool dm_turn(struct xiw_qp *qp)
 		drop = true;
 	} else if (r == XIW_TX_SHORT) {
 		dm_fd_wait(qp);
+	} else if (r == XIW_TX_CREDIT) {
+		dm_credit_park(qp);
+		credit = true;
 	} else {
 		qp->dm_state = XIW_DM_ACTIVE;
 		dm_append(qp);
 	}
 	pthread_mutex_unlock(&dm.lock);
+	if (credit)
+		dm_credit_recheck(qp);
 	pthread_mutex_unlock(&qp->tx_lock);
 	return drop;
 }

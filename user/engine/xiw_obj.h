@@ -137,6 +137,8 @@ struct xiw_cq {
 	uint32_t head, tail;
 	int armed;
 	uint64_t overflow;
+	uint32_t resv;		/* lock: slots reserved by started send WRs */
+	bool credit_wait;	/* a QP waits for a slot: kick on poll */
 	struct xiw_cchan *ch;
 	atomic_int nqp;
 	/* xiw_cq_wait() (xiw_cq_wait.c, xiw_cq_wait.h): one sleeping waiter */
@@ -169,6 +171,18 @@ void xiw_cq_rx_handoff(struct xiw_cq *cq);
  */
 int xiw_cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited);
 
+/**
+ * xiw_cq_reserve() - reserve one CQE slot for a send WR about to start
+ * (seed 002 credits: a started WR always has room for its WC). Unreserved
+ * pushes leave reserved slots alone. Return: true if reserved.
+ */
+bool xiw_cq_reserve(struct xiw_cq *cq);
+/** xiw_cq_has_room() - a reservation would succeed now. */
+bool xiw_cq_has_room(struct xiw_cq *cq);
+/** xiw_cq_push_reserved() - xiw_cq_push() into the slot reserved for it
+ *  (never fails for lack of room). */
+int xiw_cq_push_reserved(struct xiw_cq *cq, const struct ibv_wc *wc);
+
 /* ---------------------------------------------------------------- QP --- */
 
 /* ACKED: the peer acknowledged it, zero-copy pages not yet released */
@@ -190,6 +204,7 @@ struct xiw_sqe {
 	uint32_t rkey;
 	uint32_t inv_stag;
 	uint8_t state;
+	bool resv;			/* holds a CQE slot of the send CQ */
 	bool zc;			/* payload went (partly) with MSG_ZEROCOPY */
 	uint32_t zc_id;			/* ... released with this llp zc id */
 	uint8_t imm[XIW_IMM_LEN];	/* WRITE_WITH_IMM: imm_data, 0 pad */
@@ -364,6 +379,7 @@ struct xiw_qp {
 	bool zc_any;			/* @zc_last is valid */
 	uint32_t zc_last;		/* llp id of the last zero-copy send */
 	uint32_t zc_wait;		/* SQ WRs in state XIW_SQE_ACKED */
+	bool tx_credit;			/* the next WR waits for a CQE slot */
 	/* datamover (seed 003, xiw_datamover.c) */
 	bool dm_owned;			/* tx_lock: the datamover sends for it */
 	int dm_state;			/* dm lock: enum xiw_dm_state */
@@ -448,13 +464,13 @@ void xiw_tx_writable(void *arg);
 
 #define XIW_TX_DIRECT (256u * 1024)	/* bytes a poster sends directly */
 #define XIW_DM_PIECE (64u * 1024)	/* bytes per datamover turn */
-enum { XIW_TX_DONE, XIW_TX_SHORT, XIW_TX_MORE };
+enum { XIW_TX_DONE, XIW_TX_SHORT, XIW_TX_MORE, XIW_TX_CREDIT };
 int xiw_tx_send_some(struct xiw_qp *qp, size_t budget);
 
 /* ---- xiw_datamover.c: asynchronous datamover (seed 003) ---- */
 
 enum xiw_dm_state { XIW_DM_IDLE, XIW_DM_ACTIVE, XIW_DM_PAUSED,
-		    XIW_DM_RUNNING, XIW_DM_CANCEL };
+		    XIW_DM_RUNNING, XIW_DM_CANCEL, XIW_DM_CREDIT };
 
 /**
  * xiw_dm_activate() - @qp has more to send than its direct budget: the
@@ -469,6 +485,12 @@ void xiw_dm_activate(struct xiw_qp *qp);
  * tx_lock held.
  */
 void xiw_dm_pause(struct xiw_qp *qp);
+/** xiw_dm_credit_wait() - @qp's next WR needs a CQE slot of its send CQ
+ *  (seed 002): park it until a poll frees one. tx_lock held. */
+void xiw_dm_credit_wait(struct xiw_qp *qp);
+/** xiw_dm_credit_kick() - a CQ with waiters was polled: retry every QP
+ *  waiting for credits. Any thread, no lock held. */
+void xiw_dm_credit_kick(void);
 /** xiw_dm_forget() - the stream is gone or reset: stop serving @qp
  *  (tx_lock held; the datamover drops its reference soon). */
 void xiw_dm_forget(struct xiw_qp *qp);

@@ -144,7 +144,7 @@ static enum ibv_wc_opcode wc_opcode(uint32_t wr_opcode)
 	}
 }
 
-static void sq_complete(struct xiw_qp *qp, const struct xiw_sqe *e,
+static void sq_complete(struct xiw_qp *qp, struct xiw_sqe *e,
 			enum ibv_wc_status st)
 {
 	struct ibv_wc wc = {
@@ -156,7 +156,11 @@ static void sq_complete(struct xiw_qp *qp, const struct xiw_sqe *e,
 		.src_qp = qp->ibv.qp_num,
 	};
 
-	xiw_cq_push(qp->scq, &wc, false);
+	if (e->resv)	/* started WRs hold their slot (seed 002) */
+		xiw_cq_push_reserved(qp->scq, &wc);
+	else
+		xiw_cq_push(qp->scq, &wc, false);
+	e->resv = false;
 }
 
 /**

@@ -105,6 +105,7 @@ static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
 	if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)	/* network order */
 		memcpy(e->imm, &wr->imm_data, sizeof(wr->imm_data));
 	e->state = XIW_SQE_QUEUED;
+	e->resv = false;
 	qp->sq_head++;
 	return 0;
 }
@@ -113,7 +114,10 @@ static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
  * xiw_post_send() - post a chain of send WRs; frames and sends directly in
  * the caller's thread when the stream has send space. Never blocks.
  * Supported: SEND (SOLICITED -> SEND_SE), SEND_WITH_INV, RDMA_WRITE,
- * RDMA_READ; INLINE copies the data now (<= max_inline_data).
+ * RDMA_READ; INLINE copies the data now (<= max_inline_data). A signalled
+ * WR starts only once a CQE slot of the send CQ is reserved for it (seed
+ * 002): with the CQ full it waits in the SQ, so the SQ fills and posting
+ * returns -ENOMEM; the CQ itself never overflows.
  * Return: 0, or -errno with *bad the first WR not posted: -ENOMEM SQ full,
  * -EINVAL bad opcode (WITH_IMM, atomics), num_sge, lkey, inline length, or
  * QP not in RTS or ERROR. In ERROR the WRs complete at once with
@@ -300,7 +304,28 @@ static bool sqe_zc_wanted(struct xiw_qp *qp, const struct xiw_sqe *e)
 	       !qp->zc_off && xiw_llp_zc_usable(qp->llp);
 }
 
-/* Start the next SQ WR if ORD and fencing allow; false otherwise. */
+/*
+ * Seed 002 credits: a WR that will make a WC starts only with a CQE slot
+ * reserved in the send CQ, so the CQ cannot overflow. Without one the QP
+ * waits (qp->tx_credit) until a poll of that CQ frees a slot; the flag is
+ * raised before the second try so that poll cannot be missed.
+ */
+static bool sqe_credit(struct xiw_qp *qp, struct xiw_sqe *e)
+{
+	if (!qp->sig_all && !(e->flags & IBV_SEND_SIGNALED))
+		return true;
+	if (!xiw_cq_reserve(qp->scq)) {
+		__atomic_store_n(&qp->scq->credit_wait, true, __ATOMIC_RELEASE);
+		if (!xiw_cq_reserve(qp->scq)) {
+			qp->tx_credit = true;
+			return false;
+		}
+	}
+	e->resv = true;
+	return true;
+}
+
+/* Start the next SQ WR if ORD, fencing and credits allow; false otherwise. */
 static bool msg_sq(struct xiw_qp *qp)
 {
 	struct xiw_sqe *e = &qp->sq[qp->sq_tx & qp->sq_mask];
@@ -308,7 +333,7 @@ static bool msg_sq(struct xiw_qp *qp)
 	struct xiw_fpdu_hdr h;
 
 	if ((e->opcode == IBV_WR_RDMA_READ && reads >= qp->ord) ||
-	    ((e->flags & IBV_SEND_FENCE) && reads))
+	    ((e->flags & IBV_SEND_FENCE) && reads) || !sqe_credit(qp, e))
 		return false;
 	switch (e->opcode) {
 	case IBV_WR_RDMA_WRITE:
@@ -697,7 +722,8 @@ static void tx_fin(struct xiw_qp *qp)
  * held), in sendmsg calls of at most the remaining budget, so a caller
  * serving many QPs can give each a fair piece (seed 003).
  * Return: XIW_TX_DONE nothing left to send (FIN sent if pending),
- * XIW_TX_SHORT the stream lacks send space, XIW_TX_MORE budget used up.
+ * XIW_TX_SHORT the stream lacks send space, XIW_TX_MORE budget used up,
+ * XIW_TX_CREDIT the next WR waits for a CQE slot (seed 002).
  */
 int xiw_tx_send_some(struct xiw_qp *qp, size_t budget)
 {
@@ -707,10 +733,13 @@ int xiw_tx_send_some(struct xiw_qp *qp, size_t budget)
 
 	if (!qp->llp || qp->tx_dead)
 		return XIW_TX_DONE;
+	qp->tx_credit = false;
 	for (;;) {
 		if (batch_empty(b)) {
 			batch_reset(b);
 			batch_fill(qp);
+			if (batch_empty(b) && qp->tx_credit)
+				return XIW_TX_CREDIT;
 			if (batch_empty(b))
 				break;
 		}
@@ -756,6 +785,8 @@ void xiw_tx_push(struct xiw_qp *qp)
 		xiw_dm_pause(qp);
 	else if (r == XIW_TX_MORE)
 		xiw_dm_activate(qp);
+	else if (r == XIW_TX_CREDIT)
+		xiw_dm_credit_wait(qp);
 }
 
 /**
