@@ -982,6 +982,26 @@ static void rx_kick_fn(void *arg)
 }
 
 #define XIW_RX_POLL_STEPS 16	/* recvmsg per app pass at most */
+#define XIW_RX_POLL_IDLE 64	/* empty passes in a row before backing off */
+#define XIW_RX_POLL_EVERY 32	/* then one pass per this many calls */
+#define XIW_RX_POLL_STAMP 16	/* "apps poll" timestamp every this many */
+
+/* This thread's app passes that found nothing, in a row. */
+static __thread uint32_t rx_poll_idle;
+
+/*
+ * A thread whose passes keep finding nothing (the sender of a one-way
+ * stream, polling its send CQ) does one recvmsg per XIW_RX_POLL_EVERY
+ * polls, not per poll: each costs a syscall, and the tx_lock it takes
+ * competes with the sends. A ping-pong reply comes long before the
+ * back-off starts. Return: true to skip this pass.
+ */
+static bool rx_poll_backoff(void)
+{
+	if (rx_poll_idle < XIW_RX_POLL_IDLE)
+		return false;
+	return rx_poll_idle++ % XIW_RX_POLL_EVERY != 0;
+}
 
 /**
  * xiw_rx_poll() - receive for @qp from an app thread that found its CQ
@@ -999,15 +1019,17 @@ bool xiw_rx_poll(struct xiw_qp *qp)
 	struct xiw_qp *prev = rx_self;
 	bool got = false;
 
-	if (atomic_load_explicit(&qp->rx_stop, memory_order_relaxed) ||
+	if (rx_poll_backoff() ||
+	    atomic_load_explicit(&qp->rx_stop, memory_order_relaxed) ||
 	    atomic_load_explicit(&qp->state, memory_order_relaxed) != IBV_QPS_RTS ||
 	    pthread_mutex_trylock(&qp->rx_lock))
 		return false;
 	rx_self = qp;
 	l = rx_llp(qp);
 	if (l && !qp->rtr_wait && !rx_waits_rqe(qp)) {
-		atomic_store_explicit(&qp->rx_app_poll_ns, rx_now_ns(),
-				      memory_order_relaxed);
+		if (!(rx_poll_idle % XIW_RX_POLL_STAMP))
+			atomic_store_explicit(&qp->rx_app_poll_ns, rx_now_ns(),
+					      memory_order_relaxed);
 		for (int i = 0; i < XIW_RX_POLL_STEPS && !qp->rx_stop; i++) {
 			int r = rx_step(qp, l, RXM_APP);
 
@@ -1023,6 +1045,7 @@ bool xiw_rx_poll(struct xiw_qp *qp)
 	}
 	rx_self = prev;
 	pthread_mutex_unlock(&qp->rx_lock);
+	rx_poll_idle = got ? 0 : rx_poll_idle + 1;
 	return got;
 }
 
