@@ -17,6 +17,9 @@
 #include "xiw_progress.h"
 
 #define PG_MAX_EVENTS 64
+#ifndef XIW_PROGRESS_SPIN_US
+#define XIW_PROGRESS_SPIN_US 0
+#endif
 
 struct pg_closure {
 	void (*fn)(void *arg);
@@ -286,9 +289,33 @@ static void pg_dispatch(struct epoll_event *evs, int n)
 	}
 }
 
+/* XIW_PROGRESS_SPIN_US (default XIW_PROGRESS_SPIN_US): see pg_spinning(). */
+static uint64_t pg_spin_env_ns(void)
+{
+	const char *v = getenv("XIW_PROGRESS_SPIN_US");
+
+	return v ? (uint64_t)strtoul(v, NULL, 10) * 1000u :
+		   XIW_PROGRESS_SPIN_US * 1000ull;
+}
+
+/*
+ * After fd activity the thread may poll epoll (timeout 0) for a while
+ * before it sleeps, so ping-pong traffic that never calls verbs while
+ * waiting (perftest's write_lat spins on memory) finds it awake. Off by
+ * default: on 2 vCPUs shared with the apps' own spinning threads it made
+ * ib_write_lat 8 B ~9 -> ~33 us (15 and 40 us spins) and 50 us ~17 -> ~47
+ * us; even yielding while spinning was worse (100s of us). It may pay
+ * where cores are spare.
+ */
+static bool pg_spinning(uint64_t until)
+{
+	return until && now_ns() < until;
+}
+
 static void *pg_main(void *unused)
 {
 	struct epoll_event evs[PG_MAX_EVENTS];
+	uint64_t spin_ns = pg_spin_env_ns(), spin_until = 0;
 
 	(void)unused;
 	pg_self = true;
@@ -296,10 +323,12 @@ static void *pg_main(void *unused)
 		int tmo = timers_wait_ms();
 		int n;
 
-		if (!pg_prepare_sleep())
+		if (pg_spinning(spin_until) || !pg_prepare_sleep())
 			tmo = 0;
 		n = epoll_wait(pg.epfd, evs, PG_MAX_EVENTS, tmo);
 		pg_awake();
+		if (n > 0 && spin_ns)
+			spin_until = now_ns() + spin_ns;
 		if (n < 0) {
 			if (errno != EINTR)
 				xiw_log(XIW_LOG_ERROR, "progress: epoll_wait: %s",
