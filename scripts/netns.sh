@@ -10,6 +10,15 @@
 #   xiw_wait_listen A 7174 10 || ...       # poll `ss -ltn` in namespace A
 #   xiw_in B rping -c -a "$XIW_IP_A" ...   # foreground in namespace B
 #
+# Higher level (what the demo and tests/netns/lib_clients.sh use):
+#   xiw_pair NAME PORT TIMEOUT SERVER... -- CLIENT...
+#       server in A, wait until it listens, client in B under `timeout`,
+#       then the server must exit by itself; logs in $XIW_LOGDIR
+#   xiw_perftest_value FILE bw|lat   BW average[MB/sec] / t_typical[usec]
+#   xiw_pair_connect_race            perftest's reconnect race (retry once)
+#   xiw_local_up                     no namespaces: both sides on 127.0.0.1
+#   XIW_CLEANUP_HOOKS+=("cmd")       run at teardown (before the netns go)
+#
 # After xiw_netns_up these are set (and exported):
 #   XIW_NS_A XIW_NS_B   namespace names  PREFIX-a / PREFIX-b
 #   XIW_IF_A XIW_IF_B   veth names inside them (xiwa / xiwb)
