@@ -18,7 +18,9 @@
 #          server holds in its receive queue), in copy mode completions
 #          also cover what sits unacknowledged in the local send queue
 #          (completed >= peer Recv-Q + local Send-Q - slack). Every
-#          post_send returned in < 1 ms. After SIGCONT every WR
+#          post_send returned in < 1 ms (one the scheduler preempted, with
+#          no voluntary context switch inside, is reported, not failed).
+#          After SIGCONT every WR
 #          completes and the server checks the bytes.
 #  multi   64 QPs from one client for 3 s, once with every peer reading and
 #          once with the peer of QP 63 stopped: the other 63 must keep
@@ -201,7 +203,7 @@ q_of() { # SIDE PORT COLUMN(2=Recv-Q 3=Send-Q)
 }
 
 stop_case() { # MODE
-	local mode=$1 name=stop-$1 srv cli spid cpid done_b recvq sendq i rc=0 max slow
+	local mode=$1 name=stop-$1 srv cli spid cpid done_b recvq sendq i rc=0 max slow sblk
 	port=$((port + 1))
 	srv=$LOGDIR/$name.srv
 	cli=$LOGDIR/$name.cli
@@ -222,6 +224,7 @@ stop_case() { # MODE
 	sendq=$(q_of B $port 3)
 	max=$(sed -n 's/^post_max_us=\([0-9]*\).*/\1/p' "$cli")
 	slow=$(sed -n 's/.*posts_over_1ms=\([0-9]*\).*/\1/p' "$cli")
+	sblk=$(sed -n 's/.*of_them_blocked=\([0-9]*\).*/\1/p' "$cli")
 	kill -CONT "$spid" 2>/dev/null
 	xiw_wait_pid "$cpid" 90 || rc=1
 	xiw_wait_pid "$spid" 30 || rc=1
@@ -231,7 +234,7 @@ stop_case() { # MODE
 		showlogs "$srv" "$cli"
 		return
 	fi
-	echo "$name: at the stall: completed $done_b B, peer Recv-Q $recvq B, local Send-Q $sendq B; post_send max ${max} us (${slow} >= 1 ms)"
+	echo "$name: at the stall: completed $done_b B, peer Recv-Q $recvq B, local Send-Q $sendq B; post_send max ${max} us (${slow} >= 1 ms, ${sblk} of them blocked)"
 	local slack=$((3 * 65536))
 	if [ "$mode" = ack ]; then
 		if [ "$done_b" -le "$recvq" ] && [ "$sendq" -gt $slack ]; then
@@ -246,10 +249,13 @@ stop_case() { # MODE
 			failc "$name: completed $done_b B < Recv-Q $recvq + Send-Q $sendq B"
 		fi
 	fi
-	if [ "${slow:-1}" -eq 0 ]; then
-		pass "$name: every post_send < 1 ms (max ${max} us) with the peer's window closed"
+	# A post that took >= 1 ms only because the scheduler preempted the
+	# thread (2 shared vCPUs, no voluntary context switch in it) did not
+	# wait for anything: reported, not failed.
+	if [ "${sblk:-1}" -eq 0 ]; then
+		pass "$name: no post_send blocked for >= 1 ms (max ${max} us; $slow preempted) with the peer's window closed"
 	else
-		failc "$name: $slow post_send calls took >= 1 ms (max ${max} us)"
+		failc "$name: $sblk post_send calls blocked >= 1 ms (max ${max} us)"
 	fi
 }
 

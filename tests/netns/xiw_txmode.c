@@ -27,12 +27,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <rdma/rdma_cma.h>
@@ -244,6 +246,21 @@ static void client_connect(struct conn *c, int i, const char *port)
 	rdma_ack_cm_event(ev);
 }
 
+/*
+ * Did the calling thread block (voluntary context switch) since @before?
+ * A post that took long only because the scheduler preempted the thread
+ * (involuntary switch, 2 shared vCPUs) did not wait for anything.
+ */
+static long vcsw_now(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	return ru.ru_nvcsw;
+}
+
+static bool g_post_blocked;	/* the last timed post blocked */
+
 /* WRITE number c->posted (LEN bytes, wrapping in the MR). Return: errno. */
 static int post_write(struct conn *c, uint64_t *took_us)
 {
@@ -252,11 +269,14 @@ static int post_write(struct conn *c, uint64_t *took_us)
 	struct ibv_send_wr wr = { .wr_id = 0, .sg_list = &s, .num_sge = 1,
 		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
 		.wr.rdma = { c->peer.addr + off, c->peer.rkey } }, *bad;
+	long v0 = took_us ? vcsw_now() : 0;
 	uint64_t t0 = now_us();
 	int ret = ibv_post_send(c->qp, &wr, &bad);
 
-	if (took_us)
+	if (took_us) {
 		*took_us = now_us() - t0;
+		g_post_blocked = vcsw_now() != v0;
+	}
 	if (!ret)
 		c->posted++;
 	return ret;
@@ -334,7 +354,7 @@ static void test_lat(void)
 static void test_stop(void)
 {
 	struct conn *c = &g.c[0];
-	uint64_t max_us = 0, took, last_wc, slow = 0;
+	uint64_t max_us = 0, took, last_wc, slow = 0, slow_blocked = 0;
 
 	usleep(300000);	/* the server stops itself right after accepting */
 	last_wc = now_us();
@@ -346,9 +366,11 @@ static void test_stop(void)
 		max_us = took > max_us ? took : max_us;
 		if (took >= 1000) {
 			slow++;
-			fprintf(stderr, "post %llu took %llu us\n",
+			slow_blocked += g_post_blocked;
+			fprintf(stderr, "post %llu took %llu us (%s)\n",
 				(unsigned long long)c->posted,
-				(unsigned long long)took);
+				(unsigned long long)took, g_post_blocked ?
+				"it blocked" : "preempted, did not block");
 		}
 		if (reap())
 			last_wc = now_us();
@@ -362,8 +384,9 @@ static void test_stop(void)
 	printf("stall done_bytes=%llu posted_bytes=%llu\n",
 	       (unsigned long long)c->done_bytes,
 	       (unsigned long long)(c->posted * g.len));
-	printf("post_max_us=%llu posts_over_1ms=%llu\n",
-	       (unsigned long long)max_us, (unsigned long long)slow);
+	printf("post_max_us=%llu posts_over_1ms=%llu of_them_blocked=%llu\n",
+	       (unsigned long long)max_us, (unsigned long long)slow,
+	       (unsigned long long)slow_blocked);
 	fflush(stdout);
 	wait_n(1, 60u * 1000000);
 }

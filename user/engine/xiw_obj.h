@@ -380,6 +380,7 @@ struct xiw_qp {
 	uint32_t zc_last;		/* llp id of the last zero-copy send */
 	uint32_t zc_wait;		/* SQ WRs in state XIW_SQE_ACKED */
 	bool tx_credit;			/* the next WR waits for a CQE slot */
+	bool tx_failed;			/* a WR completed in error: no settle */
 	/* datamover (seed 003, xiw_datamover.c) */
 	bool dm_owned;			/* tx_lock: the datamover sends for it */
 	int dm_state;			/* dm lock: enum xiw_dm_state */
@@ -513,6 +514,8 @@ struct xiw_txcfg {
 const struct xiw_txcfg *xiw_tx_config(void);
 void xiw_txack_watch(struct xiw_qp *qp);
 void xiw_txack_settle(struct xiw_qp *qp);
+void xiw_txack_preload(void);
+void xiw_txack_forget(struct xiw_qp *qp);
 
 /* ---- xiw_qp_rx.c ---- */
 

@@ -10,7 +10,6 @@
 #include <string.h>
 #include "xiw_cm.h"
 #include "xiw_obj.h"
-#include "xiw_sockops.h"
 
 static atomic_uint qp_numbers = 0x100;
 
@@ -104,7 +103,7 @@ struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
 	qp->sig_all = attr->sq_sig_all;
 	qp->ack_mode = xiw_tx_config()->ack;
 	if (qp->ack_mode)	/* load the ACK tracer now, not at the first WR */
-		xiw_sockops_load();
+		xiw_txack_preload();
 	qp->max_send_sge = attr->cap.max_send_sge ? attr->cap.max_send_sge : 1;
 	qp->max_recv_sge = attr->cap.max_recv_sge ? attr->cap.max_recv_sge : 1;
 	qp->ord = XIW_MAX_ORD;
@@ -228,6 +227,7 @@ void xiw_qp_sq_fail_head(struct xiw_qp *qp, enum ibv_wc_status st)
 {
 	if (qp->sq_tail == qp->sq_tx)
 		return;
+	qp->tx_failed = true;	/* the WRs behind it flush, ACKed or not */
 	sq_complete(qp, &qp->sq[qp->sq_tail & qp->sq_mask], st);
 	qp->sq_tail++;
 }
@@ -243,7 +243,7 @@ void xiw_qp_to_error(struct xiw_qp *qp)
 {
 	if (atomic_load(&qp->state) == IBV_QPS_ERR)
 		return;
-	if (atomic_load(&qp->state) == IBV_QPS_RTS)
+	if (atomic_load(&qp->state) == IBV_QPS_RTS && !qp->tx_failed)
 		xiw_txack_settle(qp);	/* acknowledged WRs are not flushed */
 	qp_set_state(qp, IBV_QPS_ERR);
 	xiw_qp_sq_flush(qp);
@@ -256,6 +256,7 @@ void xiw_qp_to_error(struct xiw_qp *qp)
 	qp->b->mark_idx = qp->b->nmark;
 	xiw_txc_reset(&qp->txc);	/* its WRs were just flushed */
 	qp->zc_wait = 0;
+	xiw_txack_forget(qp);
 	rq_flush(qp);
 }
 

@@ -618,6 +618,8 @@ void xiw_tx_reset(struct xiw_qp *qp)
 	qp->ack_tried = qp->ack_traced = false;
 	qp->zc_off = qp->zc_any = false;
 	qp->zc_wait = 0;
+	qp->tx_failed = false;
+	xiw_txack_forget(qp);
 }
 
 /*

@@ -88,6 +88,39 @@ const struct xiw_txcfg *xiw_tx_config(void)
 	return &txcfg;
 }
 
+static void *preload_main(void *arg)
+{
+	(void)arg;
+	xiw_sockops_load();
+	return NULL;
+}
+
+static void preload_start(void)
+{
+	pthread_attr_t at;
+	pthread_t tid;
+
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&tid, &at, preload_main, NULL))
+		xiw_log(XIW_LOG_INFO, "txack: no preload thread; loading later");
+	pthread_attr_destroy(&at);
+}
+
+/**
+ * xiw_txack_preload() - start loading the sockops ACK tracer in the
+ * background (once per process; ack mode). Loading and verifying the BPF
+ * program takes tens of milliseconds: neither a QP create nor the
+ * progress thread (which also runs the CM: a slow re-listen makes
+ * perftest's second connect fail) should wait for it.
+ */
+void xiw_txack_preload(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, preload_start);
+}
+
 /* ------------------------------------------------------ one QP check --- */
 
 /*
@@ -258,6 +291,28 @@ static void txack_kick(void *arg)
 	pthread_mutex_unlock(&txack.lock);
 	txack_ring_setup();
 	txack_scan();
+}
+
+/**
+ * xiw_txack_forget() - @qp's tracked WRs were flushed or its stream reset
+ * (tx_lock held): have the progress thread drop its reference now rather
+ * than at the next timer, so a destroy does not wait for it.
+ */
+void xiw_txack_forget(struct xiw_qp *qp)
+{
+	bool kick;
+
+	if (!qp->ack_listed)
+		return;
+	pthread_mutex_lock(&txack.lock);
+	kick = !txack.kick_queued;
+	txack.kick_queued = true;
+	pthread_mutex_unlock(&txack.lock);
+	if (kick && xiw_progress_run(txack_kick, NULL)) {
+		pthread_mutex_lock(&txack.lock);
+		txack.kick_queued = false;
+		pthread_mutex_unlock(&txack.lock);
+	}
 }
 
 /**
