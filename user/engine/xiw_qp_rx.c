@@ -742,6 +742,21 @@ static bool rx_after_advance(struct xiw_qp *qp, int mode, int t)
 enum { RX_NONE, RX_GOT, RX_GO };
 
 /*
+ * A poller reads as soon as a few bytes are in: fine for small messages,
+ * but a large FPDU then arrives in many small reads (~14 recvmsg per 64 KB
+ * in ib_write_bw) where the progress thread, woken once, takes it in two.
+ * App passes leave FPDUs needing more than this to the progress thread.
+ */
+#define XIW_RX_POLL_BULK (16u * 1024)
+
+static int rx_app_bulk(struct xiw_qp *qp)
+{
+	if (atomic_exchange(&qp->rx_app_mode, false))
+		xiw_rx_kick(qp);	/* it reads in upcalls again */
+	return RX_NONE;
+}
+
+/*
  * One recvmsg into the receive machine (rx_lock held).
  * Return: RX_GO (bytes, go on), RX_GOT (bytes, stop) or RX_NONE (stop).
  */
@@ -765,12 +780,14 @@ static int rx_step(struct xiw_qp *qp, struct xiw_llp *l, int mode)
 	}
 	if (cnt < 0)
 		return RX_NONE;
-	n = xiw_llp_recv(l, iov, cnt);
-	if (n == -EAGAIN)
-		return RX_NONE;
 	want = 0;
 	for (int i = 0; i < cnt; i++)
 		want += iov[i].iov_len;
+	if (mode == RXM_APP && want > XIW_RX_POLL_BULK)
+		return rx_app_bulk(qp);
+	n = xiw_llp_recv(l, iov, cnt);
+	if (n == -EAGAIN)
+		return RX_NONE;
 	if (n <= 0) {
 		/* EOF stays readable: the progress thread sees it again */
 		if (mode == RXM_APP)
@@ -846,10 +863,13 @@ static uint64_t rx_now_ns(void)
 
 static void rx_readable_locked(struct xiw_qp *qp);
 
-/* Progress thread: read in upcalls again (apps stopped polling, kick). */
-static void rx_app_leave(struct xiw_qp *qp, struct xiw_llp *l)
+/*
+ * Progress thread: read in upcalls again (apps stopped polling, kick).
+ * A kick may come from an app pass that already cleared rx_app_mode.
+ */
+static void rx_app_leave(struct xiw_qp *qp, struct xiw_llp *l, bool kick)
 {
-	if (!atomic_load(&qp->rx_app_mode))
+	if (!atomic_load(&qp->rx_app_mode) && !kick)
 		return;
 	atomic_store(&qp->rx_app_mode, false);
 	xiw_llp_app_read(l, false);
@@ -870,7 +890,7 @@ static void rx_app_check(void *arg)
 			xiw_progress_timer_arm(&qp->rq_timer, XIW_RX_APP_CHECK_MS,
 					       rx_app_check, qp);
 		} else {
-			rx_app_leave(qp, l);
+			rx_app_leave(qp, l, false);
 			rx_readable_locked(qp);
 		}
 	}
@@ -975,7 +995,7 @@ static void rx_kick_fn(void *arg)
 	xiw_progress_timer_cancel(&qp->rq_timer);
 	if (l) {
 		xiw_llp_pause_read(l, false);
-		rx_app_leave(qp, l);
+		rx_app_leave(qp, l, true);
 		xiw_rx_readable(qp);
 	}
 	xiw_qp_unref(qp);
