@@ -343,6 +343,8 @@ xiw_pair() {
 	XIW_PAIR_CERR="$XIW_LOGDIR/$name.client.err"
 	XIW_PAIR_WHY=""
 
+	local t_begin
+	t_begin=$(date +%s.%N)
 	xiw_bg A "${srv[@]}" >"$XIW_PAIR_SLOG" 2>"$XIW_PAIR_SERR" </dev/null
 	spid=$XIW_LAST_PID
 	if ! xiw_wait_listen A "$port" "${XIW_LISTEN_TIMEOUT:-10}" "$spid" 2>>"$XIW_PAIR_SERR"; then
@@ -359,6 +361,12 @@ xiw_pair() {
 		xiw_wait_pid "$spid" 3 || src=$?
 	else
 		xiw_wait_pid "$spid" "${XIW_SERVER_GRACE:-15}" || src=$?
+	fi
+	# XIW_PIDMAP (set by tests/run.sh): which pair ran when, with which
+	# server pid, to tell which run a sanitizer log file (asan.PID) is from.
+	if [ -n "${XIW_PIDMAP:-}" ]; then
+		printf '%s server=%s %s %s\n' "$name" "$spid" "$t_begin" "$(date +%s.%N)" \
+			>>"$XIW_PIDMAP" 2>/dev/null || true
 	fi
 	if [ $crc -eq 124 ] || [ $crc -eq 137 ]; then
 		XIW_PAIR_WHY="client timed out after ${t}s"

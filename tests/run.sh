@@ -102,6 +102,7 @@ run_test() {
 				echo "---- sanitizer reports ($sandir) ----"
 				# shellcheck disable=SC2086 # one path per line, no spaces
 				cat $reports
+				which_runs "$reports"
 			} >>"$log"
 			found=1
 		elif grep -qE "$SAN_RE" "$log"; then
@@ -141,6 +142,23 @@ run_test() {
 		;;
 	esac
 	return 0
+}
+
+# which_runs REPORTS: for each sanitizer log file (asan.PID / ubsan.PID),
+# the client/server run it came from, from XIW_PIDMAP lines
+# "NAME server=PID BEGIN END" (written by xiw_pair in scripts/netns.sh):
+# the run whose server had that pid, else the run active at the file's
+# modification time (a client).
+which_runs() {
+	local f pid mt hit
+	[ -n "${XIW_PIDMAP:-}" ] && [ -s "$XIW_PIDMAP" ] || return 0
+	for f in $1; do
+		pid=${f##*.}
+		mt=$(stat -c %.9Y "$f" 2>/dev/null || stat -c %Y "$f")
+		hit=$(awk -v p="server=$pid" '$2 == p { print $1 " (server)" }' "$XIW_PIDMAP")
+		[ -n "$hit" ] || hit=$(awk -v t="$mt" '$3 <= t && t <= $4 + 1 { print $1 " (client, by time)" }' "$XIW_PIDMAP")
+		echo "---- ${f##*/} is from: ${hit:-unknown run}"
+	done
 }
 
 # fail_now NAME WHY: a counted failure without running anything.
@@ -217,7 +235,8 @@ tier_scripts() {
 		if [ "$san" = 1 ]; then
 			sandir="$LOGDIR/san-reports/$kind-$(basename "$f" .sh)"
 			mkdir -p "$sandir"
-			BUILD="$b" XIW_SAN=1 \
+			rm -f "$LOGDIR/pairs-$kind-$(basename "$f" .sh).txt"
+			BUILD="$b" XIW_SAN=1 XIW_PIDMAP="$LOGDIR/pairs-$kind-$(basename "$f" .sh).txt" \
 				ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:log_path=$sandir/asan" \
 				UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$sandir/ubsan" \
 				run_test "$name" "$(script_timeout "$f" "$tdef")" "$sandir" bash "$f"
