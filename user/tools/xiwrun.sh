@@ -39,6 +39,8 @@ Knobs (environment, read by the engine; give them to both sides):
   XIW_MPA_P2P=0|1        peer-to-peer (RTR) negotiation (default 1)
   XIW_MAX_FPDU=<bytes>   largest FPDU payload to send, 128..65535
   XIW_LOG=error|warn|info|debug   engine log level (default warn)
+  XIW_TX_COMPLETION=copy|ack      send WC when copied (default) / when ACKed
+  more (XIW_ZCOPY_MIN, XIW_ACK_METHOD, XIW_POLL_RX, ...): see README.md
 USAGE
 }
 
