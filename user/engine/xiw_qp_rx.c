@@ -739,7 +739,7 @@ static bool rx_after_advance(struct xiw_qp *qp, int mode, int t)
 	return true;
 }
 
-enum { RX_NONE, RX_GOT, RX_GO };
+enum { RX_NONE, RX_GOT, RX_GO, RX_BULK };
 
 /*
  * A poller reads as soon as a few bytes are in: fine for small messages,
@@ -753,12 +753,13 @@ static int rx_app_bulk(struct xiw_qp *qp)
 {
 	if (atomic_exchange(&qp->rx_app_mode, false))
 		xiw_rx_kick(qp);	/* it reads in upcalls again */
-	return RX_NONE;
+	return RX_BULK;
 }
 
 /*
  * One recvmsg into the receive machine (rx_lock held).
- * Return: RX_GO (bytes, go on), RX_GOT (bytes, stop) or RX_NONE (stop).
+ * Return: RX_GO (bytes, go on), RX_GOT (bytes, stop), RX_NONE (stop) or,
+ * in an app pass, RX_BULK (stop: an FPDU for the progress thread).
  */
 static int rx_step(struct xiw_qp *qp, struct xiw_llp *l, int mode)
 {
@@ -1037,9 +1038,11 @@ bool xiw_rx_poll(struct xiw_qp *qp)
 {
 	struct xiw_llp *l;
 	struct xiw_qp *prev = rx_self;
-	bool got = false;
+	bool got = false, bulk = false;
 
-	if (rx_poll_backoff() ||
+	/* in app mode nobody else reads: never back off there */
+	if ((!atomic_load_explicit(&qp->rx_app_mode, memory_order_relaxed) &&
+	     rx_poll_backoff()) ||
 	    atomic_load_explicit(&qp->rx_stop, memory_order_relaxed) ||
 	    atomic_load_explicit(&qp->state, memory_order_relaxed) != IBV_QPS_RTS ||
 	    pthread_mutex_trylock(&qp->rx_lock))
@@ -1053,13 +1056,15 @@ bool xiw_rx_poll(struct xiw_qp *qp)
 		for (int i = 0; i < XIW_RX_POLL_STEPS && !qp->rx_stop; i++) {
 			int r = rx_step(qp, l, RXM_APP);
 
-			got |= r != RX_NONE;
+			bulk = r == RX_BULK;
+			got |= r == RX_GOT || r == RX_GO;
 			if (r != RX_GO)
 				break;
 		}
 		if (qp->rxs.tx_due && !qp->rx_stop)
 			rx_flush_tx(qp);
-		if (got)
+		/* a bulk stream is no reason to leave reading to apps */
+		if (got && !bulk)
 			atomic_store_explicit(&qp->rx_app_got_ns, rx_now_ns(),
 					      memory_order_relaxed);
 	}
