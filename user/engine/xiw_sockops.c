@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -72,12 +73,45 @@ static int cgroup2_self(char *out, size_t cap)
 	return ret;
 }
 
+/*
+ * No cgroup2 in our mount view (`ip netns exec` remounts /sys, hiding it):
+ * mount a cgroup2 view on a temporary directory, open the group, and
+ * detach the mount at once. The fd keeps the group open; no mount stays
+ * behind in any namespace. Needs CAP_SYS_ADMIN, like the attach itself.
+ */
+static int open_cgroup_via_temp_mount(const char *rel)
+{
+	char dir[] = "/tmp/xiw-cgroup2.XXXXXX", path[PATH_MAX + 32];
+	int fd = -1, err;
+
+	if (!mkdtemp(dir))
+		return -errno;
+	if (mount("cgroup2", dir, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL) == 0) {
+		snprintf(path, sizeof(path), "%s%s", dir, rel);
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)	/* our group unknown in this view: the root */
+			fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		err = fd < 0 ? -errno : 0;
+		umount2(dir, MNT_DETACH);
+	} else {
+		err = -errno;
+	}
+	rmdir(dir);
+	return fd >= 0 ? fd : err;
+}
+
 static int open_own_cgroup(void)
 {
 	char mnt[PATH_MAX], rel[PATH_MAX], path[2 * PATH_MAX + 1];
 	int ret = cgroup2_mount(mnt, sizeof(mnt));
 	int fd;
 
+	if (ret == -ENOENT) {
+		if (cgroup2_self(rel, sizeof(rel)))
+			strcpy(rel, "/");
+		return open_cgroup_via_temp_mount(rel);
+	}
 	if (ret)
 		return ret;
 	if (cgroup2_self(rel, sizeof(rel)))

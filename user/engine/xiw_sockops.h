@@ -6,8 +6,11 @@
  * Attachment: the program is attached (bpf_link, multi-attach) to the
  * cgroup v2 group of this process: the "0::<path>" line of
  * /proc/self/cgroup under the first cgroup2 mount of /proc/self/mountinfo.
- * It needs CAP_BPF + CAP_NET_ADMIN (root); without them, or without a
- * cgroup2 mount, xiw_sockops_load() fails and the engine polls TCP_INFO.
+ * When this mount namespace shows no cgroup2 (as under `ip netns exec`,
+ * which remounts /sys), a cgroup2 view is mounted on a temporary directory
+ * just long enough to open the group. It needs CAP_BPF + CAP_NET_ADMIN +
+ * CAP_SYS_ADMIN (root); without them xiw_sockops_load() fails and the
+ * engine polls TCP_INFO instead.
  * Maps are pinned (with BTF) under XIW_BPF_PIN_DIR/<pid>/ while the
  * process runs, for `bpftool map dump pinned`.
  */
