@@ -14,6 +14,10 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
+/* getpid() of the loading process, set before load: the socket map is
+ * shared by all xiwarp processes, the ring buffer is this process's. */
+const volatile __u32 owner_tgid = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -82,7 +86,7 @@ int xiw_sockops(struct bpf_sock_ops *skops)
 	if (!sk)
 		return 1;
 	st = bpf_sk_storage_get(&xiw_sk_ack, sk, 0, 0);
-	if (!st)
+	if (!st || st->owner != owner_tgid)
 		return 1;
 	if (skops->op == BPF_SOCK_OPS_RTT_CB)
 		on_ack(skops, st);

@@ -11,7 +11,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <linux/magic.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -172,13 +177,72 @@ static void test_watermark_wraps(void **state)
 	close(srv);
 }
 
-int main(void)
+/* --child: a second process with its own program instance and ring:
+ * its own socket's watermark must reach it. Exit 0 on success. */
+static int child_main(void)
+{
+	struct pollfd p;
+	struct seen s = { 0 };
+	struct xiw_sk_ack st;
+	char buf[256] = { 0 };
+	int cli, srv;
+
+	if (xiw_sockops_load())
+		return 2;
+	tcp_pair(&cli, &srv);
+	if (xiw_sockops_register(cli, 0xc417dULL))
+		return 3;
+	/* one byte first, so the map holds snd_una from a real ACK */
+	if (write(cli, buf, 1) != 1 || read(srv, buf, 1) != 1)
+		return 4;
+	usleep(50 * 1000);
+	if (xiw_sockops_state(cli, &st) || !st.acks ||
+	    xiw_sockops_arm(cli, st.snd_una + sizeof(buf)))
+		return 3;
+	if (write(cli, buf, sizeof(buf)) != sizeof(buf) ||
+	    recv(srv, buf, sizeof(buf), MSG_WAITALL) != sizeof(buf))
+		return 4;
+	p = (struct pollfd){ .fd = xiw_sockops_ring_fd(), .events = POLLIN };
+	while (!s.watermark && poll(&p, 1, 2000) > 0)
+		xiw_sockops_consume(on_event, &s);
+	return s.watermark == 1 && s.cookie == 0xc417dULL ? 0 : 5;
+}
+
+/* The socket map is one shared pin; events stay with the owning process. */
+static void test_owner_isolation(void **state)
+{
+	struct seen s = { 0 };
+	struct statfs fs;
+	int status = -1;
+	pid_t pid;
+
+	(void)state;
+	if (!statfs("/sys/fs/bpf", &fs) && fs.f_type == BPF_FS_MAGIC)
+		assert_int_equal(access(XIW_BPF_PIN_SK_ACK, F_OK), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl("/proc/self/exe", "test_sockops", "--child", (char *)NULL);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	drain(&s, 300);
+	assert_int_equal(s.n, 0);	/* the child's ACKs are not ours */
+}
+
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_watermark_fires_once),
 		cmocka_unit_test(test_unregistered_silent),
 		cmocka_unit_test(test_watermark_wraps),
+		cmocka_unit_test(test_owner_isolation),
 	};
+
+	if (argc > 1 && !strcmp(argv[1], "--child"))
+		return child_main();
 
 	return cmocka_run_group_tests_name("bpf_sockops", tests, setup, NULL);
 }

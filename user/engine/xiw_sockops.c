@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -24,7 +26,6 @@ static struct {
 	struct ring_buffer *rb;
 	xiw_ack_fn fn;			/* consumer of the current consume() */
 	void *fn_ctx;
-	char pin_dir[PATH_MAX];
 } so = { .once = PTHREAD_ONCE_INIT, .err = -EAGAIN };
 
 static pthread_mutex_t consume_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -133,24 +134,55 @@ static int ring_cb(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-static int pin_maps(void)
+/*
+ * The socket map is pinned once at XIW_BPF_PIN_SK_ACK and shared by every
+ * xiwarp process (entries carry their owner), so nothing needs unpinning
+ * when a process dies, however it dies. Without bpffs (e.g. under `ip
+ * netns exec`, which remounts /sys) the map stays private and unpinned.
+ */
+static void want_pin(void)
 {
-	snprintf(so.pin_dir, sizeof(so.pin_dir), "%s/%d", XIW_BPF_PIN_DIR,
-		 (int)getpid());
+	struct statfs st;
+
+	if (statfs("/sys/fs/bpf", &st) || st.f_type != BPF_FS_MAGIC)
+		return;
 	if (mkdir(XIW_BPF_PIN_DIR, 0700) && errno != EEXIST)
-		return -errno;
-	if (mkdir(so.pin_dir, 0700) && errno != EEXIST)
-		return -errno;
-	return bpf_object__pin_maps(so.skel->obj, so.pin_dir);
+		return;
+	bpf_map__set_pin_path(so.skel->maps.xiw_sk_ack, XIW_BPF_PIN_SK_ACK);
+}
+
+static int open_and_load(void)
+{
+	int ret;
+
+	for (int tries = 0; tries < 2; tries++) {
+		so.skel = xiw_sockops__open();
+		if (!so.skel)
+			return errno ? -errno : -EINVAL;
+		so.skel->rodata->owner_tgid = (__u32)getpid();
+		if (tries == 0)
+			want_pin();
+		ret = xiw_sockops__load(so.skel);
+		if (!ret)
+			return 0;
+		/* another process pinned it between our check and our pin,
+		 * or an incompatible old map is pinned: retry unpinned */
+		xiw_log(XIW_LOG_INFO, "sockops: shared map %s unusable (%s)%s",
+			XIW_BPF_PIN_SK_ACK, strerror(-ret),
+			tries ? "" : "; using a private map");
+		xiw_sockops__destroy(so.skel);
+		so.skel = NULL;
+	}
+	return ret;
 }
 
 static int load(void)
 {
 	int cg, ret;
 
-	so.skel = xiw_sockops__open_and_load();
-	if (!so.skel)
-		return errno ? -errno : -EINVAL;
+	ret = open_and_load();
+	if (ret)
+		return ret;
 	cg = open_own_cgroup();
 	if (cg < 0)
 		return cg;
@@ -163,10 +195,6 @@ static int load(void)
 				 ring_cb, NULL, NULL);
 	if (!so.rb)
 		return -errno;
-	ret = pin_maps();
-	if (ret)	/* observability only: tracing works without pins */
-		xiw_log(XIW_LOG_INFO, "sockops: cannot pin maps under %s: %s",
-			so.pin_dir, strerror(-ret));
 	return 0;
 }
 
@@ -185,9 +213,9 @@ static void load_once(void)
 		xiw_log(XIW_LOG_INFO, "sockops ACK tracing unavailable (%s); "
 			"ACK completions poll TCP_INFO instead", strerror(-so.err));
 		xiw_sockops_unload();
-		return;
 	}
-	atexit(xiw_sockops_unload);
+	/* Nothing to undo at exit: the kernel detaches the link and frees
+	 * private maps when the fds close; the shared pin is meant to stay. */
 }
 
 int xiw_sockops_load(void)
@@ -198,11 +226,6 @@ int xiw_sockops_load(void)
 
 void xiw_sockops_unload(void)
 {
-	if (so.skel && so.pin_dir[0]) {
-		bpf_object__unpin_maps(so.skel->obj, so.pin_dir);
-		rmdir(so.pin_dir);
-		so.pin_dir[0] = 0;
-	}
 	ring_buffer__free(so.rb);
 	so.rb = NULL;
 	bpf_link__destroy(so.link);
@@ -223,7 +246,7 @@ static int sk_map_fd(void)
 
 int xiw_sockops_register(int sockfd, uint64_t cookie)
 {
-	struct xiw_sk_ack st = { .cookie = cookie };
+	struct xiw_sk_ack st = { .cookie = cookie, .owner = (__u32)getpid() };
 	int map = sk_map_fd();
 
 	if (map < 0)

@@ -11,8 +11,11 @@
  * just long enough to open the group. It needs CAP_BPF + CAP_NET_ADMIN +
  * CAP_SYS_ADMIN (root); without them xiw_sockops_load() fails and the
  * engine polls TCP_INFO instead.
- * Maps are pinned (with BTF) under XIW_BPF_PIN_DIR/<pid>/ while the
- * process runs, for `bpftool map dump pinned`.
+ * The per-socket map is shared by all xiwarp processes and pinned (with
+ * BTF) at XIW_BPF_PIN_SK_ACK (/sys/fs/bpf/xiwarp/xiw_sk_ack): `bpftool map
+ * dump pinned /sys/fs/bpf/xiwarp/xiw_sk_ack` shows every traced socket with
+ * field names. Each process has its own program instance and ring buffer;
+ * an entry's @owner says which instance handles it.
  */
 #ifndef XIW_SOCKOPS_H
 #define XIW_SOCKOPS_H
@@ -27,7 +30,8 @@
  * other -errno from libbpf. The result is cached: later calls return it.
  */
 int xiw_sockops_load(void);
-/** xiw_sockops_unload() - detach, unpin, free (atexit does it too). */
+/** xiw_sockops_unload() - detach and free. Only when no other thread
+ *  uses the tracer (tests); nothing needs doing at exit. */
 void xiw_sockops_unload(void);
 
 /** xiw_sockops_ring_fd() - epoll-able fd that is readable when events wait. */

@@ -22,6 +22,9 @@
  * @watermark: TCP sequence number; an ACK with snd_una at or past it fires.
  * @armed:     1 while @watermark is live; the program clears it on firing.
  * @snd_una:   oldest unacknowledged sequence number at the last ACK.
+ * @owner:     getpid() of the registering process: the map is shared by
+ *             every xiwarp process (one pin), each process's program
+ *             instance handles only its own sockets.
  * @acks:      ACKs seen since registration.
  * @events:    ring-buffer events emitted for this socket.
  */
@@ -30,7 +33,7 @@ struct xiw_sk_ack {
 	__u32 watermark;
 	__u32 armed;
 	__u32 snd_una;
-	__u32 pad;
+	__u32 owner;
 	__u64 acks;
 	__u64 events;
 };
@@ -54,7 +57,8 @@ struct xiw_ack_event {
 	__u16 state;
 };
 
-/* where the loader pins the maps (bpffs) */
+/* where the loader pins the shared per-socket map (bpffs) */
 #define XIW_BPF_PIN_DIR "/sys/fs/bpf/xiwarp"
+#define XIW_BPF_PIN_SK_ACK XIW_BPF_PIN_DIR "/xiw_sk_ack"
 
 #endif /* XIWARP_ABI_SOCKOPS_H */
