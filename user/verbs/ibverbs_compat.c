@@ -4,7 +4,7 @@
  * pure helpers (enum strings, rate conversions, fork support).
  *
  * iWARP has no UD QPs, so no address handles and no multicast; SRQs,
- * memory import and dma-buf MRs are not implemented. Each entry point
+ * memory import and dma-buf MRs are unsupported (EOPNOTSUPP). Each entry point
  * fails in the way rdma-core documents for it, so callers take their
  * "not supported" path instead of crashing.
  */
