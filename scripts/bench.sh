@@ -44,7 +44,7 @@ Exit: 0 = everything ran, 1 = something failed to run (listed at the end),
 
 Environment: BUILD (build), XIW_* engine knobs (both sides; the ack/copy
 rows override XIW_TX_COMPLETION), XIW_BENCH_TIME (5: seconds of iperf3 and
-sockperf), XIW_BENCH_REPS (3), XIW_BENCH_MB (1024), XIW_BENCH_MSGS
+sockperf), XIW_BENCH_REPS (3), XIW_BENCH_MB (3072), XIW_BENCH_MSGS
 (500000), XIW_BENCH_DELAY_MS (10), XIW_KEEP_LOGS=1 (keep the logs).
 USAGE
 }
@@ -67,7 +67,7 @@ DELAYFWD="$BUILD/tests/netns/xiw_delayfwd"
 CPUW="$ROOT/scripts/bench_cpu.sh"
 T=${XIW_BENCH_TIME:-5}
 REPS=${XIW_BENCH_REPS:-3}
-MB=${XIW_BENCH_MB:-1024}
+MB=${XIW_BENCH_MB:-3072}
 MSGS=${XIW_BENCH_MSGS:-500000}
 DELAY=${XIW_BENCH_DELAY_MS:-10}
 export LC_ALL=C
@@ -547,11 +547,16 @@ target() {
 	v=$(calc "print (($cond) ? \"met\" : \"NOT met\")" "$@")
 	printf '  %-46s %-13s %s\n' "$text" "${v:-not measured}" "$detail"
 }
-r_w=$(ratio "${GBIT[ib_write_bw:65536]:-}" "$tcp_gbit" 3)
+# 64 KB WRITE: the median of every copy-mode run (table row + ack/copy rows)
+w64s=("${cb[@]}")
+[ "$DEFMODE" = copy ] && w64s+=("${GBIT[ib_write_bw:65536]:-}")
+w64=$(median "${w64s[@]}")
+w64n=$(printf '%s\n' "${w64s[@]}" | grep -c . || true)
+r_w=$(ratio "$w64" "$tcp_gbit" 3)
 r_r=$(ratio "${GBIT[ib_read_bw:65536]:-}" "$tcp_gbit" 3)
 echo "issue 3 targets"
 target "64 KB WRITE >= 0.95 x iperf3" "r >= 0.95" \
-	"$(fmt "$r_w") x ($(fmt "${GBIT[ib_write_bw:65536]:-}") / $(fmt "$tcp_gbit") Gb/s)" r="$r_w"
+	"$(fmt "$r_w") x ($(fmt "$w64") / $(fmt "$tcp_gbit") Gb/s; median of $w64n runs)" r="$r_w"
 target "64 KB READ >= 0.9 x iperf3" "r >= 0.9" \
 	"$(fmt "$r_r") x ($(fmt "${GBIT[ib_read_bw:65536]:-}") / $(fmt "$tcp_gbit") Gb/s)" r="$r_r"
 target "ack mode adds <= 1 RTT (delayed link)" "a <= r" \
