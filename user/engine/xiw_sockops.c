@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ static struct {
 } so = { .once = PTHREAD_ONCE_INIT, .err = -EAGAIN };
 
 static pthread_mutex_t consume_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool load_done;	/* so.err is final (release/acquire) */
 
 /* cgroup2 mount point from /proc/self/mountinfo (field 5; fstype after " - ") */
 static int cgroup2_mount(char *out, size_t cap)
@@ -209,6 +211,7 @@ static void load_once(void)
 {
 	libbpf_set_print(quiet_libbpf);
 	so.err = load();
+	atomic_store_explicit(&load_done, true, memory_order_release);
 	if (so.err) {
 		xiw_log(XIW_LOG_INFO, "sockops ACK tracing unavailable (%s); "
 			"ACK completions poll TCP_INFO instead", strerror(-so.err));
@@ -221,6 +224,13 @@ static void load_once(void)
 int xiw_sockops_load(void)
 {
 	pthread_once(&so.once, load_once);
+	return so.err;
+}
+
+int xiw_sockops_peek(void)
+{
+	if (!atomic_load_explicit(&load_done, memory_order_acquire))
+		return -EINPROGRESS;
 	return so.err;
 }
 

@@ -30,6 +30,14 @@
  * other -errno from libbpf. The result is cached: later calls return it.
  */
 int xiw_sockops_load(void);
+/**
+ * xiw_sockops_peek() - the load result without waiting: what
+ * xiw_sockops_load() returned, or -EINPROGRESS while no load has finished
+ * (not started, or running on another thread). Loading takes ~100+ ms:
+ * threads that must not stall (the progress thread, which also runs the
+ * CM; anyone holding a QP lock) peek and fall back to polling meanwhile.
+ */
+int xiw_sockops_peek(void);
 /** xiw_sockops_unload() - detach and free. Only when no other thread
  *  uses the tracer (tests); nothing needs doing at exit. */
 void xiw_sockops_unload(void);

@@ -180,8 +180,11 @@ static bool qp_ack_poll(struct xiw_qp *qp, bool *fast)
 		return false;
 	/* zero-copy alone (copy mode) polls: no BPF for the default mode */
 	if (!qp->ack_tried && qp->ack_mode) {
-		qp->ack_tried = true;
-		qp->ack_traced = !xiw_llp_ack_trace(qp->llp, qp->ibv.qp_num);
+		int r = xiw_llp_ack_trace(qp->llp, qp->ibv.qp_num);
+
+		/* tracer still loading: poll meanwhile, register later */
+		qp->ack_tried = r != -EINPROGRESS;
+		qp->ack_traced = !r;
 	}
 	qp_ack_take(qp, &una, &outq);
 	for (int i = 0; i < 2 && xiw_txc_pending(&qp->txc); i++) {
@@ -217,11 +220,14 @@ void xiw_txack_settle(struct xiw_qp *qp)
 static void txack_timer_fn(void *arg);
 
 /* Progress thread: check every watched QP; keep those still waiting. */
+static void txack_ring_setup(void);
+
 static void txack_scan(void)
 {
 	struct xiw_qp *qp, *next;
 	bool fast = false, left;
 
+	txack_ring_setup();	/* once the tracer has loaded */
 	pthread_mutex_lock(&txack.lock);
 	qp = txack.list;
 	txack.list = NULL;
@@ -279,8 +285,14 @@ static void txack_ring_setup(void)
 {
 	if (txack.ring_tried || !xiw_tx_config()->ack)
 		return;
+	/* Never wait for the loader here: this thread runs the CM too, and
+	 * a ~170 ms stall made perftest's reconnect find no listener. */
+	if (xiw_sockops_peek() == -EINPROGRESS) {
+		xiw_txack_preload();
+		return;		/* the next kick or scan tries again */
+	}
 	txack.ring_tried = true;
-	if (xiw_sockops_load())
+	if (xiw_sockops_peek())
 		return;
 	txack.ring.fd = xiw_sockops_ring_fd();
 	txack.ring.cb = txack_ring_cb;

@@ -93,12 +93,14 @@ int xiw_llp_ack_state(struct xiw_llp *l, uint32_t *una, uint32_t *outq)
 
 /**
  * xiw_llp_ack_trace() - have the sockops program watch this connection
- * (needs xiw_sockops_load() to have succeeded: root, cgroup v2).
- * @cookie: returned in its events. Return: 0, or -errno (then poll).
+ * (needs the tracer loaded: root, cgroup v2). Never waits for a load in
+ * progress. @cookie: returned in its events.
+ * Return: 0; -EINPROGRESS while the tracer is still loading (poll, try
+ * again later); other -errno: no tracer (poll).
  */
 int xiw_llp_ack_trace(struct xiw_llp *l, uint64_t cookie)
 {
-	int ret = xiw_sockops_load();
+	int ret = xiw_sockops_peek();
 
 	if (ret)
 		return ret;
