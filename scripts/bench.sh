@@ -426,38 +426,9 @@ cq_a_cpu=$(cq_get adaptive cpu)
 cq_p_cpu=$(cq_get busy-poll cpu)
 
 # ----------------------------------- ack vs copy on a delayed link (last)
-# delay_on: DELAY ms each way between A and B: tc netem on both veth ends,
-# else re-cable A and B through a middle namespace where xiw_delayfwd
-# holds every frame DELAY ms (as tests/netns/tx_completion.sh does).
-DELAY_HOW=""
-delay_on() {
-	if xiw_in A tc qdisc add dev "$XIW_IF_A" root netem delay "${DELAY}ms" 2>/dev/null; then
-		xiw_in B tc qdisc add dev "$XIW_IF_B" root netem delay "${DELAY}ms" || return 1
-		DELAY_HOW="tc netem"
-		return 0
-	fi
-	local m=$prefix-m i
-	[ -x "$DELAYFWD" ] || return 1
-	ip netns add "$m" || return 1
-	XIW_CLEANUP_HOOKS+=("ip netns pids '$m' 2>/dev/null | xargs -r kill -KILL; ip netns del '$m' 2>/dev/null")
-	xiw_in A ip link del "$XIW_IF_A" &&
-		ip link add name "$XIW_IF_A" netns "$XIW_NS_A" type veth peer name ma netns "$m" &&
-		ip link add name "$XIW_IF_B" netns "$XIW_NS_B" type veth peer name mb netns "$m" &&
-		ip -n "$XIW_NS_A" addr add "$XIW_IP_A/24" dev "$XIW_IF_A" &&
-		ip -n "$XIW_NS_B" addr add "$XIW_IP_B/24" dev "$XIW_IF_B" &&
-		ip -n "$m" link set dev ma up && ip -n "$m" link set dev mb up &&
-		ip -n "$XIW_NS_A" link set "$XIW_IF_A" up &&
-		ip -n "$XIW_NS_B" link set "$XIW_IF_B" up || return 1
-	ip netns exec "$m" "$DELAYFWD" ma mb "$DELAY" >"$XIW_LOGDIR/delayfwd.log" 2>&1 &
-	XIW_BG_PIDS+=("$!")
-	DELAY_HOW="xiw_delayfwd (no sch_netem)"
-	for ((i = 0; i < 50; i++)); do	# carrier on both ends
-		[ "$(xiw_in A cat "/sys/class/net/$XIW_IF_A/operstate")" = up ] &&
-			[ "$(xiw_in B cat "/sys/class/net/$XIW_IF_B/operstate")" = up ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+# delay_on: DELAY ms each way between A and B (scripts/netns.sh: tc
+# netem, else a user-space delay line in a middle namespace).
+delay_on() { xiw_delay_on "$DELAY" "$DELAYFWD" "$XIW_LOGDIR/delayfwd.log"; }
 d_copy=""
 d_ack=""
 d_rtt=""
@@ -529,7 +500,7 @@ printf '  %-44s %10s %10s %10s\n' "4 KB WRITE post->WC us, +${DELAY}ms/way (RTT 
 	"$(fmt "$d_copy")" "$(fmt "$d_ack")" "$(fmt "$d_add")"
 printf '  %-44s %10s %10s %10s\n' "  ack-copy in RTTs: plain / delayed" "" \
 	"$(fmt "$(ratio "$tx_add" "$sp_rtt")")" "$(fmt "$(ratio "$d_add" "$d_rtt")")"
-echo "  (RTT = 2 x sockperf's one-way p50 on the same link${DELAY_HOW:+; delay: $DELAY_HOW})"
+echo "  (RTT = 2 x sockperf's one-way p50 on the same link${XIW_DELAY_HOW:+; delay: $XIW_DELAY_HOW})"
 [ -n "$ACK_HOW" ] && echo "  (ack mode, engine log: ${ACK_HOW#xiwarp })"
 [ -n "$ACK_SRV_NOTE" ] && echo "  (perftest rows: $ACK_SRV_NOTE; xiw_txmode rows: both sides)"
 echo

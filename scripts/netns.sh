@@ -428,3 +428,61 @@ xiw_perftest_value() {
 	[ -n "$v" ] || return 1
 	printf '%s\n' "$v"
 }
+
+# ------------------------------------------------------- delayed link ---
+# xiw_delay_on MS FWD [LOG]: MS ms one-way delay each direction between A
+# and B. tc netem on both veth ends when the kernel has sch_netem; else A
+# and B are re-cabled through a middle namespace ($XIW_NS_A-m) where FWD
+# (tests/netns/xiw_delayfwd, user space) holds every frame MS ms.
+# Sets XIW_DELAY_HOW ("tc netem" / "xiw_delayfwd (no sch_netem)").
+XIW_DELAY_HOW=""
+XIW_DELAY_PID=""
+xiw_delay_on() {
+	local ms=$1 fwd=$2 log=${3:-/dev/null} m=$XIW_NS_A-m i
+	if xiw_in A tc qdisc add dev "$XIW_IF_A" root netem delay "${ms}ms" 2>/dev/null; then
+		xiw_in B tc qdisc add dev "$XIW_IF_B" root netem delay "${ms}ms" || return 1
+		XIW_DELAY_HOW="tc netem"
+		return 0
+	fi
+	[ -x "$fwd" ] || return 1
+	ip netns add "$m" || return 1
+	XIW_CLEANUP_HOOKS+=("ip netns pids '$m' 2>/dev/null | xargs -r kill -KILL; ip netns del '$m' 2>/dev/null")
+	xiw_in A ip link del "$XIW_IF_A" &&
+		ip link add name "$XIW_IF_A" netns "$XIW_NS_A" type veth peer name ma netns "$m" &&
+		ip link add name "$XIW_IF_B" netns "$XIW_NS_B" type veth peer name mb netns "$m" &&
+		ip -n "$XIW_NS_A" addr add "$XIW_IP_A/24" dev "$XIW_IF_A" &&
+		ip -n "$XIW_NS_B" addr add "$XIW_IP_B/24" dev "$XIW_IF_B" &&
+		ip -n "$m" link set dev ma up && ip -n "$m" link set dev mb up &&
+		ip -n "$XIW_NS_A" link set "$XIW_IF_A" up &&
+		ip -n "$XIW_NS_B" link set "$XIW_IF_B" up || return 1
+	ip netns exec "$m" "$fwd" ma mb "$ms" >"$log" 2>&1 &
+	XIW_DELAY_PID=$!
+	XIW_BG_PIDS+=("$XIW_DELAY_PID")
+	XIW_DELAY_HOW="xiw_delayfwd (no sch_netem)"
+	for ((i = 0; i < 50; i++)); do	# carrier on both ends
+		[ "$(xiw_in A cat "/sys/class/net/$XIW_IF_A/operstate")" = up ] &&
+			[ "$(xiw_in B cat "/sys/class/net/$XIW_IF_B/operstate")" = up ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# xiw_delay_off: back to a plain veth between A and B.
+xiw_delay_off() {
+	if [ "$XIW_DELAY_HOW" = "tc netem" ]; then
+		xiw_in A tc qdisc del dev "$XIW_IF_A" root 2>/dev/null
+		xiw_in B tc qdisc del dev "$XIW_IF_B" root 2>/dev/null
+	elif [ -n "$XIW_DELAY_HOW" ]; then
+		kill -KILL "$XIW_DELAY_PID" 2>/dev/null
+		xiw_in A ip link del "$XIW_IF_A"
+		xiw_in B ip link del "$XIW_IF_B" 2>/dev/null
+		ip netns del "$XIW_NS_A-m"
+		ip link add name "$XIW_IF_A" netns "$XIW_NS_A" type veth peer name "$XIW_IF_B" netns "$XIW_NS_B" &&
+			ip -n "$XIW_NS_A" addr add "$XIW_IP_A/24" dev "$XIW_IF_A" &&
+			ip -n "$XIW_NS_B" addr add "$XIW_IP_B/24" dev "$XIW_IF_B" &&
+			ip -n "$XIW_NS_A" link set "$XIW_IF_A" up &&
+			ip -n "$XIW_NS_B" link set "$XIW_IF_B" up
+		sleep 0.5
+	fi
+	XIW_DELAY_HOW=""
+}

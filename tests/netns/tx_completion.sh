@@ -67,60 +67,9 @@ pass() { echo "PASS: $*"; }
 failc() { echo "FAIL: $*"; nfail=$((nfail + 1)); }
 showlogs() { for f in "$@"; do echo "--- $f"; tail -n 20 "$f"; done; }
 
-# delay_on / delay_off: one-way DELAY ms each direction. tc netem when the
-# kernel has it; otherwise A and B are re-cabled through a middle
-# namespace where xiw_delayfwd (user space) holds every frame DELAY ms.
-DELAY_HOW=""
-delay_on() {
-	if xiw_in A tc qdisc add dev "$XIW_IF_A" root netem delay "${DELAY}ms" 2>/dev/null; then
-		xiw_in B tc qdisc add dev "$XIW_IF_B" root netem delay "${DELAY}ms" || return 1
-		DELAY_HOW=netem
-		return 0
-	fi
-	local m=$XIW_NS_A-m fwd=$ROOT/$BUILD/tests/netns/xiw_delayfwd
-	[ -x "$fwd" ] || return 1
-	ip netns add "$m" || return 1
-	XIW_CLEANUP_HOOKS+=("ip netns pids '$m' 2>/dev/null | xargs -r kill -KILL; ip netns del '$m' 2>/dev/null")
-	xiw_in A ip link del "$XIW_IF_A" &&
-		ip link add name "$XIW_IF_A" netns "$XIW_NS_A" type veth peer name ma netns "$m" &&
-		ip link add name "$XIW_IF_B" netns "$XIW_NS_B" type veth peer name mb netns "$m" &&
-		ip -n "$XIW_NS_A" addr add "$XIW_IP_A/24" dev "$XIW_IF_A" &&
-		ip -n "$XIW_NS_B" addr add "$XIW_IP_B/24" dev "$XIW_IF_B" &&
-		ip netns exec "$m" ip link set dev ma up && ip netns exec "$m" ip link set dev mb up &&
-		ip -n "$XIW_NS_A" link set "$XIW_IF_A" up &&
-		ip -n "$XIW_NS_B" link set "$XIW_IF_B" up || return 1
-	ip netns exec "$m" "$fwd" ma mb "$DELAY" &
-	DELAY_PID=$!
-	XIW_BG_PIDS+=("$DELAY_PID")
-	DELAY_HOW="xiw_delayfwd"
-	local i
-	for ((i = 0; i < 50; i++)); do	# carrier on both ends
-		[ "$(xiw_in A cat "/sys/class/net/$XIW_IF_A/operstate")" = up ] &&
-			[ "$(xiw_in B cat "/sys/class/net/$XIW_IF_B/operstate")" = up ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-delay_off() {
-	if [ "$DELAY_HOW" = netem ]; then
-		xiw_in A tc qdisc del dev "$XIW_IF_A" root 2>/dev/null
-		xiw_in B tc qdisc del dev "$XIW_IF_B" root 2>/dev/null
-	elif [ -n "$DELAY_HOW" ]; then
-		# back to a plain cable for the other cases
-		kill -KILL "$DELAY_PID" 2>/dev/null
-		xiw_in A ip link del "$XIW_IF_A"
-		xiw_in B ip link del "$XIW_IF_B" 2>/dev/null
-		ip netns del "$XIW_NS_A-m"
-		ip link add name "$XIW_IF_A" netns "$XIW_NS_A" type veth peer name "$XIW_IF_B" netns "$XIW_NS_B" &&
-			ip -n "$XIW_NS_A" addr add "$XIW_IP_A/24" dev "$XIW_IF_A" &&
-			ip -n "$XIW_NS_B" addr add "$XIW_IP_B/24" dev "$XIW_IF_B" &&
-			ip -n "$XIW_NS_A" link set "$XIW_IF_A" up &&
-			ip -n "$XIW_NS_B" link set "$XIW_IF_B" up
-		sleep 0.5
-	fi
-	DELAY_HOW=""
-}
+# delay_on / delay_off: DELAY ms each way (scripts/netns.sh).
+delay_on() { xiw_delay_on "$DELAY" "$ROOT/$BUILD/tests/netns/xiw_delayfwd"; }
+delay_off() { xiw_delay_off; }
 
 # run_lat NAME ENV...: one server + one lat client; LAT = the median (us)
 run_lat() {
@@ -154,7 +103,7 @@ lat_cases() {
 		delay_off
 		return
 	fi
-	echo "link delayed ${DELAY} ms each way with $DELAY_HOW"
+	echo "link delayed ${DELAY} ms each way with $XIW_DELAY_HOW"
 	run_lat lat-copy XIW_TX_COMPLETION=copy || { delay_off; return; }
 	c=$LAT
 	run_lat lat-ack2 XIW_TX_COMPLETION=ack XIW_ACK_METHOD=2 || { delay_off; return; }
