@@ -4,7 +4,8 @@
  * completions, not one per completion; no sleep when enough are queued;
  * timeouts; argument checks; one waiter per CQ; destroy while waiting;
  * flush CQEs of a QP in ERROR count; the channel path is untouched; the
- * bounded spin; signals; arming vs pushing races.
+ * bounded spin; signals; arming vs pushing races; the nap of a busy
+ * poller (xiw_cq_poll on a CQ that stays empty).
  */
 #include <errno.h>
 #include <poll.h>
@@ -15,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -398,6 +400,101 @@ static void test_stress(void **state)
 	assert_int_equal(xiw_cq_destroy(cq), 0);
 }
 
+/* A thread spinning in xiw_cq_poll() until it gets @want WCs. */
+struct poller {
+	pthread_t tid;
+	struct xiw_cq *cq;
+	int want, got;
+	struct ibv_wc wc[8];
+	uint64_t cpu_us;	/* the thread's CPU time while polling */
+};
+
+static uint64_t thread_cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static void *poller_main(void *arg)
+{
+	struct poller *p = arg;
+	uint64_t c0 = thread_cpu_us();
+
+	while (p->got < p->want) {
+		int n = xiw_cq_poll(p->cq, 8, p->wc);
+
+		assert_true(n >= 0);
+		p->got += n;
+	}
+	p->cpu_us = thread_cpu_us() - c0;
+	return NULL;
+}
+
+/*
+ * A poller whose CQ stays empty naps on the futex (XIW_POLL_NAP_AFTER_US)
+ * instead of spinning: over 200 ms it uses a fraction of a CPU, a pushed
+ * CQE still reaches it within the nap bound, and an xiw_cq_wait() caller
+ * waits for the nap to end rather than failing with -EBUSY.
+ */
+static void test_poll_nap(void **state)
+{
+	struct xiw_cq *cq = xiw_cq_create(NULL, 16, NULL, NULL);
+	struct poller p = { .cq = cq, .want = 2 };
+	struct ibv_wc wc[4];
+	uint64_t t0;
+
+	(void)state;
+	assert_int_equal(pthread_create(&p.tid, NULL, poller_main, &p), 0);
+	usleep(200 * 1000);
+	assert_true(stats(cq).sleeps > 0);
+	push(cq, 1, IBV_WC_SUCCESS);
+	t0 = now_ms();
+	while (__atomic_load_n(&p.got, __ATOMIC_RELAXED) < 1 && now_ms() - t0 < 1000)
+		usleep(50);
+	assert_int_equal(__atomic_load_n(&p.got, __ATOMIC_RELAXED), 1);
+	/* a waiter while the poller keeps napping: no -EBUSY, gets its CQE */
+	push(cq, 2, IBV_WC_SUCCESS);
+	assert_int_equal(pthread_join(p.tid, NULL), 0);
+	/* spinning for 200 ms would be ~200000 us of CPU */
+	assert_true(p.cpu_us < 100000);
+	push(cq, 3, IBV_WC_SUCCESS);
+	assert_int_equal(xiw_cq_wait(cq, 1, 1000, wc, 4), 1);
+	assert_int_equal(wc[0].wr_id, 3);
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+}
+
+/* xiw_cq_wait() during a poller's nap: it waits the nap out. */
+static void *napper_main(void *arg)
+{
+	struct xiw_cq *cq = arg;
+	struct ibv_wc wc[1];
+
+	for (int i = 0; i < 20000; i++)
+		(void)xiw_cq_poll(cq, 1, wc);	/* empty: naps */
+	return NULL;
+}
+
+static void test_wait_during_nap(void **state)
+{
+	struct xiw_cq *cq = xiw_cq_create(NULL, 16, NULL, NULL);
+	struct ibv_wc wc[4];
+	pthread_t tid;
+	int busy = 0;
+
+	(void)state;
+	assert_int_equal(pthread_create(&tid, NULL, napper_main, cq), 0);
+	for (int i = 0; i < 20000 && !stats(cq).sleeps; i++)
+		usleep(100);
+	assert_true(stats(cq).sleeps > 0);
+	for (int i = 0; i < 50; i++)
+		busy += xiw_cq_wait(cq, 1, 1, wc, 4) == -EBUSY;
+	assert_int_equal(busy, 0);
+	assert_int_equal(pthread_join(tid, NULL), 0);
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -409,6 +506,8 @@ int main(void)
 		cmocka_unit_test(test_flush_counts),
 		cmocka_unit_test(test_channel_untouched),
 		cmocka_unit_test(test_spin),
+		cmocka_unit_test(test_poll_nap),
+		cmocka_unit_test(test_wait_during_nap),
 		cmocka_unit_test(test_signal),
 		cmocka_unit_test(test_stress),
 	};

@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -200,6 +201,20 @@ static bool cq_wait_ready(struct xiw_cq *cq, uint32_t nmin, int timeout_ms)
 	return cq_sleep(cq, nmin, deadline);
 }
 
+/* cq->waiter: 0 free, 1 an xiw_cq_wait() caller, 2 a napping poller */
+#define CQ_NAPPER 2
+
+bool xiw_cq_nap(struct xiw_cq *cq, uint32_t us)
+{
+	int free_ = 0;
+
+	if (!atomic_compare_exchange_strong(&cq->waiter, &free_, CQ_NAPPER))
+		return false;
+	cq_sleep(cq, 1, now_ns() + (uint64_t)us * 1000u);
+	atomic_store(&cq->waiter, 0);
+	return true;
+}
+
 int xiw_cq_wait(struct xiw_cq *cq, int nmin, int timeout_ms,
 		struct ibv_wc *wc, int nwc)
 {
@@ -207,8 +222,15 @@ int xiw_cq_wait(struct xiw_cq *cq, int nmin, int timeout_ms,
 
 	if (nmin < 1 || (uint32_t)nmin > cq->size || nwc < 1 || !wc)
 		return -EINVAL;
-	if (atomic_exchange(&cq->waiter, 1))
-		return -EBUSY;	/* one waiter per CQ: one threshold */
+	for (;;) {	/* one waiter per CQ: one threshold */
+		int free_ = 0;
+
+		if (atomic_compare_exchange_strong(&cq->waiter, &free_, 1))
+			break;
+		if (free_ != CQ_NAPPER)
+			return -EBUSY;
+		sched_yield();	/* a poller's nap ends within XIW_POLL_NAP_US */
+	}
 	cq_wait_ready(cq, (uint32_t)nmin, timeout_ms);
 	n = cq_drain(cq, wc, nwc);
 	atomic_store(&cq->waiter, 0);

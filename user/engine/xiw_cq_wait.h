@@ -53,4 +53,14 @@ void xiw_cq_wait_stats(struct xiw_cq *cq, struct xiw_cq_wait_stats *st);
  */
 void xiw_cq_wait_spin_set(int us);
 
+/**
+ * xiw_cq_nap() - a busy poller found @cq empty for a long time: sleep until
+ * a CQE is queued or @us microseconds pass, whichever is first (futex; the
+ * pusher wakes it, as for xiw_cq_wait()). Receiving that pollers did for
+ * the CQ's QPs goes back to the progress thread first.
+ * Return: true if it slept; false if another thread waits on @cq already
+ * (one threshold per CQ), in which case the caller just goes on polling.
+ */
+bool xiw_cq_nap(struct xiw_cq *cq, uint32_t us);
+
 #endif /* XIW_CQ_WAIT_H */
