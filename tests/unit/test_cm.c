@@ -334,23 +334,64 @@ static void test_ipv6_request(void **state)
 	xiw_cm_listener_destroy(l);
 }
 
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Nobody ever listens: refused connects are retried for
+ * XIW_CM_REFUSED_RETRY_MS (1000 by default), then one UNREACHABLE. */
 static void test_unreachable(void **state)
 {
 	struct sockaddr_storage bound;
 	struct xiw_cm_listener *l = listen_lo(&bound);
 	struct fake_qp q = { 0 };
 	struct rec_ev *e;
+	uint64_t t0;
 
 	(void)state;
 	xiw_cm_listener_destroy(l);		/* the port is closed now */
+	t0 = mono_ms();
 	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&q, NULL,
 					(struct sockaddr *)&bound, NULL, 0,
 					1, 1, on_event, &cli), 0);
 	e = rec_wait(&cli, 0);
 	assert_int_equal(e->type, XIW_CM_UNREACHABLE);
 	assert_int_equal(e->status, -ECONNREFUSED);
+	assert_true(mono_ms() - t0 >= 900);
+	assert_true(mono_ms() - t0 < 5000);
 	settle();
 	assert_int_equal(rec_count(&cli), 1);
+}
+
+/* The listener comes (back) 100 ms after the connect was refused: the
+ * retry reaches it (perftest -R connects again right after a handshake
+ * connection, racing the server's next rdma_listen). */
+static void test_refused_then_listen(void **state)
+{
+	struct sockaddr_storage bound, again;
+	struct xiw_cm_listener *l = listen_lo(&bound);
+	struct fake_qp q = { 0 };
+	struct rec_ev *e;
+
+	(void)state;
+	xiw_cm_listener_destroy(l);
+	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&q, NULL,
+					(struct sockaddr *)&bound, NULL, 0,
+					1, 1, on_event, &cli), 0);
+	usleep(100 * 1000);
+	assert_int_equal(rec_count(&cli), 0);	/* still retrying */
+	assert_int_equal(xiw_cm_listen((struct sockaddr *)&bound, 16, on_event,
+				       &srv, &l, &again), 0);
+	e = rec_wait(&srv, 0);
+	assert_int_equal(e->type, XIW_CM_CONNECT_REQUEST);
+	assert_int_equal(xiw_cm_reject(e->conn, NULL, 0), 0);
+	e = rec_wait(&cli, 0);
+	assert_int_equal(e->type, XIW_CM_REJECTED);
+	xiw_cm_listener_destroy(l);
 }
 
 /* A raw TCP client: connect to @bound, send @buf, return the fd. */
@@ -534,6 +575,7 @@ int main(void)
 		cmocka_unit_test_setup(test_request_reject, setup),
 		cmocka_unit_test_setup(test_ipv6_request, setup),
 		cmocka_unit_test_setup(test_unreachable, setup),
+		cmocka_unit_test_setup(test_refused_then_listen, setup),
 		cmocka_unit_test_setup(test_garbage, setup),
 		cmocka_unit_test_setup(test_relisten, setup),
 		cmocka_unit_test_setup(test_destroy_with_pending, setup),

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "xiwarp/wire/mpa.h"
 #include "xiw_cm.h"
 #include "xiw_cm_int.h"
@@ -105,22 +106,6 @@ static void active_readable(void *arg)
 	active_reply(c);
 }
 
-static void active_closed(void *arg, int err)
-{
-	struct xiw_cm_conn *c = arg;
-
-	if (c->state == CS_TCP_CONNECTING)
-		cm_fail(c, XIW_CM_UNREACHABLE, err);
-	else if (c->state == CS_REQ_SENT)
-		cm_fail(c, XIW_CM_CONNECT_ERROR, err);
-}
-
-const struct xiw_llp_cb cm_active_cb = {
-	.readable = active_readable,
-	.writable = active_writable,
-	.closed = active_closed,
-};
-
 static bool err_is_unreachable(int err)
 {
 	return err == -ECONNREFUSED || err == -ETIMEDOUT ||
@@ -137,10 +122,119 @@ struct connect_args {
 	int ret;
 };
 
+/* ---------------------------------------- refused connect: retry --- */
+
+static uint64_t cm_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * XIW_CM_REFUSED_RETRY_MS (default 1000, 0: off): how long an active open
+ * keeps retrying a TCP connect the peer refused (RST: nothing listens yet)
+ * before it reports REJECTED/ECONNREFUSED, as iw_cm does at once.
+ * Applications that connect again right after a first connection (perftest
+ * -R: a handshake connection, then the data connection) race the server's
+ * next rdma_listen(); losing that race by a few ms made perftest 4.5's own
+ * retry path crash. A listener that never comes costs the caller this long.
+ */
+static uint32_t refused_retry_ms(void)
+{
+	static int ms = -1;
+
+	if (ms < 0) {
+		const char *v = getenv("XIW_CM_REFUSED_RETRY_MS");
+
+		ms = v && *v ? atoi(v) : 1000;
+		if (ms < 0)
+			ms = 0;
+	}
+	return (uint32_t)ms;
+}
+
+static int connect_tcp(struct xiw_cm_conn *c)
+{
+	const struct sockaddr *src = c->src.ss_family ?
+				     (const struct sockaddr *)&c->src : NULL;
+
+	return xiw_ksock_connect(src, (const struct sockaddr *)&c->peer,
+				 &cm_active_cb, c, &c->llp);
+}
+
+static void active_retry(void *arg);
+
+/*
+ * The peer refused: try again after 2, 4, ... 64 ms while the retry window
+ * lasts. Return: true if a retry is scheduled (the caller reports nothing).
+ */
+static bool refused_retry(struct xiw_cm_conn *c, int err)
+{
+	uint32_t delay = 2u << (c->refused_tries < 5 ? c->refused_tries : 5);
+
+	if (err != -ECONNREFUSED || c->state != CS_TCP_CONNECTING ||
+	    cm_now_ns() + (uint64_t)delay * 1000000u > c->refused_until_ns)
+		return false;
+	if (c->llp) {
+		xiw_llp_close(c->llp);
+		c->llp = NULL;
+	}
+	if (!c->refused_tries++)
+		xiw_log(XIW_LOG_INFO, "CM: connection refused (no listener yet); "
+			"retrying for up to %u ms (XIW_CM_REFUSED_RETRY_MS)",
+			refused_retry_ms());
+	xiw_progress_timer_arm(&c->timer, delay, active_retry, c);
+	return true;
+}
+
+static void active_retry(void *arg)
+{
+	struct xiw_cm_conn *c = arg;
+	int err;
+
+	if (c->state != CS_TCP_CONNECTING)
+		return;
+	err = connect_tcp(c);
+	if (!err) {
+		cm_timer(c, active_timeout);
+		return;
+	}
+	if (!refused_retry(c, err))
+		cm_fail(c, err_is_unreachable(err) ? XIW_CM_UNREACHABLE :
+			XIW_CM_CONNECT_ERROR, err);
+}
+
+static void active_closed(void *arg, int err)
+{
+	struct xiw_cm_conn *c = arg;
+
+	if (c->state == CS_TCP_CONNECTING && refused_retry(c, err))
+		return;
+	if (c->state == CS_TCP_CONNECTING)
+		cm_fail(c, XIW_CM_UNREACHABLE, err);
+	else if (c->state == CS_REQ_SENT)
+		cm_fail(c, XIW_CM_CONNECT_ERROR, err);
+}
+
+const struct xiw_llp_cb cm_active_cb = {
+	.readable = active_readable,
+	.writable = active_writable,
+	.closed = active_closed,
+};
+
 static int connect_start(struct xiw_cm_conn *c, struct connect_args *a)
 {
-	int err = xiw_ksock_connect(a->src, a->dst, &cm_active_cb, c, &c->llp);
+	int err;
 
+	if (a->src)
+		memcpy(&c->src, a->src, xiw_ksock_sa_len(a->src));
+	c->refused_until_ns = cm_now_ns() +
+			      (uint64_t)refused_retry_ms() * 1000000u;
+	err = connect_tcp(c);
+	if (err && refused_retry(c, err))
+		return 0;
 	if (err && err_is_unreachable(err)) {
 		cm_fail(c, XIW_CM_UNREACHABLE, err);	/* reported as an event */
 		return 0;
