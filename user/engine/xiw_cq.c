@@ -222,6 +222,7 @@ void xiw_cq_rx_handoff(struct xiw_cq *cq)
 
 static __thread unsigned int empty_polls;
 static __thread uint64_t empty_since_ns;	/* 0: the last poll got WCs */
+static __thread uint64_t empty_check_ns;	/* the last nap check */
 
 static int knob_int(const char *name, int dflt)
 {
@@ -271,11 +272,16 @@ static void cq_idle_poll(struct xiw_cq *cq)
 		return;
 	empty_polls = 0;
 	if (nap_after_us > 0 && nap_us > 0) {
+		uint64_t after_ns = (uint64_t)nap_after_us * 1000u;
+
 		now = cq_now_ns();
-		if (!empty_since_ns)
+		/* a gap between checks: the app did something else (waited
+		 * for a channel event, say), so a new empty streak starts */
+		if (!empty_since_ns || now - empty_check_ns > after_ns)
 			empty_since_ns = now;
-		else if (now - empty_since_ns >= (uint64_t)nap_after_us * 1000u &&
-			 xiw_cq_nap(cq, (uint32_t)nap_us))
+		empty_check_ns = now;
+		if (now - empty_since_ns >= after_ns &&
+		    xiw_cq_nap(cq, (uint32_t)nap_us))
 			return;
 	}
 	sched_yield();

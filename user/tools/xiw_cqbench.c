@@ -315,7 +315,8 @@ static void usage(FILE *f)
 "Reap N completions three ways and compare the consumer's cost:\n"
 "  adaptive      xiw_cq_wait(cq, nmin = CQEs of the burst still expected)\n"
 "  always-block  verbs style: poll, req_notify, poll, wait for a channel event\n"
-"  busy-poll     xiw_cq_poll() in a loop (XIW_POLL_YIELD applies)\n"
+"  busy-poll     xiw_cq_poll() in a loop (XIW_POLL_YIELD applies; naps off:\n"
+"                XIW_POLL_NAP_AFTER_US=0)\n"
 "Consumer = main thread; getrusage(RUSAGE_THREAD) context switches and CPU;\n"
 "cpu/bp = CPU / busy-poll's; sleeps = xiw_cq_wait futex sleeps; events =\n"
 "channel events; lat_us/p99_us = a burst's last CQE pushed -> reaped.\n"
@@ -391,6 +392,9 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 1;
 	}
+	/* busy-poll is the baseline: a poller that never naps (the knob is
+	 * read once, at the first empty poll) */
+	setenv("XIW_POLL_NAP_AFTER_US", "0", 1);
 	if (o.spin_us < 0)	/* what xiw_cq_wait() would read */
 		o.spin_us = getenv("XIW_CQ_SPIN_US") ?
 			    atoi(getenv("XIW_CQ_SPIN_US")) : 0;
