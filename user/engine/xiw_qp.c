@@ -78,7 +78,8 @@ static void qp_init_ibv(struct xiw_qp *qp, struct xiw_pd *pd,
  * xiw_qp_create() - an RC QP in state RESET.
  * @attr: qp_type must be IBV_QPT_RC, both CQs set, no SRQ; caps within
  *        XIW_MAX_QP_WR / XIW_MAX_SGE / XIW_MAX_INLINE. attr->cap gets the
- *        values enforced (0 WRs/SGEs are raised to 1).
+ *        values enforced (0 WRs/SGEs are raised to 1). The CQs may be
+ *        smaller than the queues: WCs then wait for polls (seed 002).
  * Return: the QP, or NULL+errno (EINVAL bad type/caps, ENOMEM).
  */
 struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
@@ -119,12 +120,17 @@ struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
 	attr->cap.max_recv_wr = qp->rq_max;
 	attr->cap.max_send_sge = qp->max_send_sge;
 	attr->cap.max_recv_sge = qp->max_recv_sge;
+	/* listed on its CQs, or a poll could not resume it (credits) */
+	if (xiw_cq_qp_add(qp->scq, qp) ||
+	    (qp->rcq != qp->scq && xiw_cq_qp_add(qp->rcq, qp))) {
+		xiw_cq_qp_del(qp->scq, qp);
+		qp_free_mem(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
 	xiw_pd_get(pd);
 	atomic_fetch_add(&qp->scq->nqp, 1);
 	atomic_fetch_add(&qp->rcq->nqp, 1);
-	xiw_cq_qp_add(qp->scq, qp);
-	if (qp->rcq != qp->scq)
-		xiw_cq_qp_add(qp->rcq, qp);
 	return qp;
 }
 
@@ -156,7 +162,7 @@ static void sq_complete(struct xiw_qp *qp, struct xiw_sqe *e,
 	};
 
 	if (e->resv)	/* started WRs hold their slot (seed 002) */
-		xiw_cq_push_reserved(qp->scq, &wc);
+		xiw_cq_push_reserved(qp->scq, &wc, false);
 	else
 		xiw_cq_push(qp->scq, &wc, false);
 	e->resv = false;
@@ -178,24 +184,6 @@ void xiw_qp_sq_retire(struct xiw_qp *qp)
 			sq_complete(qp, e, IBV_WC_SUCCESS);
 		qp->sq_tail++;
 	}
-}
-
-static void rq_flush(struct xiw_qp *qp)
-{
-	pthread_mutex_lock(&qp->rq_lock);
-	for (; qp->rq_tail != qp->rq_head; qp->rq_tail++) {
-		struct ibv_wc wc = {
-			.wr_id = qp->rq[qp->rq_tail & qp->rq_mask].wr_id,
-			.status = IBV_WC_WR_FLUSH_ERR,
-			.opcode = IBV_WC_RECV,
-			.qp_num = qp->ibv.qp_num,
-			.src_qp = qp->ibv.qp_num,
-		};
-
-		xiw_cq_push(qp->rcq, &wc, false);
-	}
-	qp->rx_need_rqe = false;
-	pthread_mutex_unlock(&qp->rq_lock);
 }
 
 static void qp_set_state(struct xiw_qp *qp, enum ibv_qp_state s)
@@ -232,6 +220,12 @@ void xiw_qp_sq_fail_head(struct xiw_qp *qp, enum ibv_wc_status st)
 	qp->sq_tail++;
 }
 
+void xiw_qp_credit_kick(struct xiw_qp *qp, struct xiw_cq *cq)
+{
+	if (qp->rcq == cq && atomic_exchange(&qp->rcq_wait, false))
+		xiw_rq_credit_kick(qp);
+}
+
 /**
  * xiw_qp_to_error() - ERROR: every outstanding SQ WR (posted, in flight or
  * waiting for a READ response) and every posted RQ WR completes with
@@ -257,10 +251,15 @@ void xiw_qp_to_error(struct xiw_qp *qp)
 	xiw_txc_reset(&qp->txc);	/* its WRs were just flushed */
 	qp->zc_wait = 0;
 	xiw_txack_forget(qp);
-	rq_flush(qp);
+	xiw_rq_flush(qp);
 }
 
-static void qp_to_reset(struct xiw_qp *qp)
+/*
+ * tx_lock held. RQ WRs still waiting for flush WCs are dropped with the
+ * head WR's slot. *kick_r: the receive CQ's waiters are to be kicked once
+ * no lock is held.
+ */
+static void qp_to_reset(struct xiw_qp *qp, bool *kick_r)
 {
 	qp_set_state(qp, IBV_QPS_RESET);
 	qp->sq_head = qp->sq_tx = qp->sq_tail = 0;
@@ -270,10 +269,7 @@ static void qp_to_reset(struct xiw_qp *qp)
 	qp->term = 0;
 	qp->rtr = XIW_RTR_NONE;
 	xiw_tx_reset(qp);
-	pthread_mutex_lock(&qp->rq_lock);
-	qp->rq_head = qp->rq_tail = 0;
-	qp->rx_need_rqe = false;
-	pthread_mutex_unlock(&qp->rq_lock);
+	*kick_r = xiw_rq_reset(qp);
 }
 
 /* ------------------------------------------------------ state machine --- */
@@ -322,7 +318,8 @@ static int qp_detach_locked(struct xiw_qp *qp, bool abort,
  * xiw_qp_modify() - verbs QP state machine.
  * Transitions: RESET->INIT, INIT->INIT/RTR, RTR->RTS, RTS->RTS, any->ERR
  * (flush; a connected QP also closes its stream gracefully), any->RESET
- * (not while connected; queued WRs are dropped without completions).
+ * (not while connected; queued WRs, also receives whose flush WC still
+ * waits for room in a full CQ, are dropped without completions).
  * Attributes: max_rd_atomic (ORD <= XIW_MAX_ORD), max_dest_rd_atomic (IRD
  * <= XIW_MAX_IRD), qp_access_flags; IB path attributes are accepted and
  * ignored.
@@ -331,6 +328,7 @@ static int qp_detach_locked(struct xiw_qp *qp, bool abort,
 int xiw_qp_modify(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
 	enum ibv_qp_state cur, nxt;
+	bool kick_r = false;
 	int ret;
 
 	pthread_mutex_lock(&qp->tx_lock);
@@ -351,13 +349,15 @@ int xiw_qp_modify(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask)
 		else
 			xiw_qp_to_error(qp);
 	} else if (nxt == IBV_QPS_RESET) {
-		qp_to_reset(qp);
+		qp_to_reset(qp, &kick_r);
 	} else {
 		qp_set_state(qp, nxt);
 		if (nxt == IBV_QPS_RTS)
 			xiw_tx_push(qp);
 	}
 	pthread_mutex_unlock(&qp->tx_lock);
+	if (kick_r)
+		xiw_cq_credit_kick(qp->rcq);
 	return 0;
 }
 
@@ -735,6 +735,8 @@ static void qp_teardown(struct xiw_qp *qp)
  * (xiw_cm_qp_gone()) or a connected stream (the CM hears
  * xiw_cm_stream_closed(-ECONNABORTED) if it has not yet), flush, wait
  * until no upcall or queued progress callback uses the QP, free.
+ * RQ flush WCs that still wait for room in a full CQ are dropped and the
+ * CQE slot reserved for the RQ head WR given back.
  * Must not be called on the progress thread while callbacks are queued.
  * Return: 0.
  */
@@ -756,9 +758,12 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 		pthread_cond_wait(&qp->ref_cond, &qp->ref_lock);
 	pthread_mutex_unlock(&qp->ref_lock);
 
+	/* unlisted first: no poll kicks it any more */
 	xiw_cq_qp_del(qp->scq, qp);
 	if (qp->rcq != qp->scq)
 		xiw_cq_qp_del(qp->rcq, qp);
+	if (xiw_rq_reset(qp))
+		xiw_cq_credit_kick(qp->rcq);
 	atomic_fetch_sub(&qp->scq->nqp, 1);
 	atomic_fetch_sub(&qp->rcq->nqp, 1);
 	xiw_pd_put(qp->pd);
