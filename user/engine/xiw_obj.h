@@ -261,6 +261,8 @@ struct xiw_sqe {
 	uint32_t rkey;
 	uint32_t inv_stag;
 	uint8_t state;
+	uint8_t fail_st;		/* != 0: its WC gets this status, not
+					 * FLUSH_ERR (refused by TERMINATE) */
 	bool resv;			/* holds a CQE slot of the send CQ */
 	bool zc;			/* payload went (partly) with MSG_ZEROCOPY */
 	uint32_t zc_id;			/* ... released with this llp zc id */
@@ -437,6 +439,8 @@ struct xiw_qp {
 	uint32_t zc_last;		/* llp id of the last zero-copy send */
 	uint32_t zc_wait;		/* SQ WRs in state XIW_SQE_ACKED */
 	bool tx_credit;			/* the next WR waits for a CQE slot */
+	atomic_bool scq_wait;		/* an SQ WC (flush) waits for a slot of
+					 * scq: xiw_qp_credit_kick resumes it */
 	bool tx_failed;			/* a WR completed in error: no settle */
 	/* datamover (seed 003, xiw_datamover.c) */
 	bool dm_owned;			/* tx_lock: the datamover sends for it */
@@ -494,9 +498,9 @@ void xiw_qp_sq_fail_head(struct xiw_qp *qp, enum ibv_wc_status st);
 
 /**
  * xiw_qp_credit_kick() - @cq (@qp's send and/or receive CQ) freed slots:
- * continue @qp's RQ flush, resume its receive side if it waits for a
- * slot. Only QPs whose rcq_wait is raised do anything. Called with
- * cq->qps_lock held, no QP lock.
+ * continue @qp's SQ completions/flush and its RQ flush, resume its receive
+ * side if it waits for a slot. Only QPs whose scq_wait/rcq_wait is raised
+ * do anything. Called with cq->qps_lock held, no QP lock.
  */
 void xiw_qp_credit_kick(struct xiw_qp *qp, struct xiw_cq *cq);
 
