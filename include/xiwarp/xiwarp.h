@@ -166,7 +166,11 @@ struct xiw_cq *xiw_cq_create(struct ibv_context *ctx, int cqe,
  * thread waits in xiw_cq_wait() on it.
  */
 int xiw_cq_destroy(struct xiw_cq *cq);
-/** xiw_cq_poll() - Return: number of WCs written to @wc (0..n). */
+/**
+ * xiw_cq_poll() - take up to @n WCs, oldest first; the slots it frees
+ * resume sends, receives and flushes that wait for one.
+ * Return: number of WCs written to @wc (0..n).
+ */
 int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc);
 /**
  * xiw_cq_req_notify() - arm the CQ: the next CQE (solicited-only: the next
@@ -240,6 +244,13 @@ int xiw_qp_query(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask,
 		 struct ibv_qp_init_attr *init);
 /**
  * xiw_post_send() / xiw_post_recv() - post a WR chain. Never blocks.
+ * The CQs are not checked: one smaller than the queue is allowed. A WR
+ * starts (a send goes out, a message lands in a receive) only with a CQE
+ * slot reserved for its WC, and flush WCs wait for room, so a CQ never
+ * overflows; while it is full, traffic waits (TCP flow control holds the
+ * peer back) until a poll frees slots (seed 002 credits). In ERROR, WRs
+ * complete with IBV_WC_WR_FLUSH_ERR as the CQ has room, and until then
+ * still occupy the queue.
  * Return: 0, or -errno with *bad the first WR not posted:
  * -ENOMEM queue full, -EINVAL bad WR (opcode, num_sge, inline too long),
  * -EINVAL QP state does not allow posting.

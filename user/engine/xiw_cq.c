@@ -6,6 +6,10 @@
  * (xiw_cq_req_notify) makes the next CQE (solicited-only: the next
  * solicited or error CQE) write one `struct xiw_cq *` to the channel's pipe;
  * the app polls/reads the pipe's read end (ibv.fd) like any fd.
+ *
+ * Seed 002 credits: a WC is only made into a slot reserved for it or when
+ * the ring has room; whoever found no room is resumed by the poll that
+ * frees one (xiw_cq_credit_kick), so the ring never overflows.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -142,7 +146,7 @@ int xiw_cq_destroy(struct xiw_cq *cq)
 
 /* ------------------------------------------- receiving from the poller */
 
-void xiw_cq_qp_add(struct xiw_cq *cq, struct xiw_qp *qp)
+int xiw_cq_qp_add(struct xiw_cq *cq, struct xiw_qp *qp)
 {
 	pthread_mutex_lock(&cq->qps_lock);
 	if (cq->nqps == cq->qps_cap) {
@@ -151,13 +155,14 @@ void xiw_cq_qp_add(struct xiw_cq *cq, struct xiw_qp *qp)
 
 		if (!q) {
 			pthread_mutex_unlock(&cq->qps_lock);
-			return;
+			return -ENOMEM;
 		}
 		cq->qps = q;
 		cq->qps_cap = cap;
 	}
 	cq->qps[cq->nqps++] = qp;
 	pthread_mutex_unlock(&cq->qps_lock);
+	return 0;
 }
 
 void xiw_cq_qp_del(struct xiw_cq *cq, struct xiw_qp *qp)
@@ -287,12 +292,23 @@ static void cq_idle_poll(struct xiw_cq *cq)
 	sched_yield();
 }
 
+void xiw_cq_credit_kick(struct xiw_cq *cq)
+{
+	xiw_dm_credit_kick();
+	pthread_mutex_lock(&cq->qps_lock);
+	for (uint32_t i = 0; i < cq->nqps; i++)
+		xiw_qp_credit_kick(cq->qps[i], cq);
+	pthread_mutex_unlock(&cq->qps_lock);
+}
+
 /**
- * xiw_cq_poll() - take up to @n completions, oldest first.
+ * xiw_cq_poll() - take up to @n completions, oldest first. Slots freed
+ * while a WR or flush waits for one resume the waiters (seed 002).
  * Return: number of WCs written to @wc (0..n).
  */
 int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc)
 {
+	bool kick = false;
 	int i = 0;
 
 	/* busy pollers of an empty CQ must not contend with the producer */
@@ -311,11 +327,15 @@ int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc)
 		wc[i] = cq->ring[cq->tail & cq->mask];
 		__atomic_store_n(&cq->tail, cq->tail + 1, __ATOMIC_RELAXED);
 	}
+	/* seed 002: slots were freed and someone waits for one; decided
+	 * under the lock a waiter's failed attempt also held */
+	if (i && __atomic_load_n(&cq->credit_wait, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&cq->credit_wait, false, __ATOMIC_RELAXED);
+		kick = true;
+	}
 	pthread_mutex_unlock(&cq->lock);
-	/* seed 002: slots were freed and a QP waits for one */
-	if (i && __atomic_load_n(&cq->credit_wait, __ATOMIC_ACQUIRE) &&
-	    __atomic_exchange_n(&cq->credit_wait, false, __ATOMIC_ACQ_REL))
-		xiw_dm_credit_kick();
+	if (kick)
+		xiw_cq_credit_kick(cq);
 	return i;
 }
 
@@ -355,27 +375,52 @@ static void cq_fire(struct xiw_cq *cq)
 		xiw_log(XIW_LOG_WARN, "cq %p: completion event lost", (void *)cq);
 }
 
+/* cq->lock held: a slot is free beyond the reserved ones */
+static bool cq_room(const struct xiw_cq *cq)
+{
+	return cq->head - cq->tail + cq->resv < cq->size;
+}
+
+/* cq->lock held: no room for the caller; the next poll must kick it */
+static void cq_want_credit(struct xiw_cq *cq, atomic_bool *wait)
+{
+	atomic_store(wait, true);
+	__atomic_store_n(&cq->credit_wait, true, __ATOMIC_RELAXED);
+}
+
+enum { CQ_PLAIN, CQ_RESERVED, CQ_WAIT };
+
 /**
  * cq_push() - append @wc; fire the channel if the CQ is armed for it.
  * @solicited: completion of a solicited message (SEND with SE).
- * @reserved: the WC takes the slot xiw_cq_reserve() set aside for it;
- *   otherwise reserved slots count as used.
- * Return: 0, or -ENOSPC when the CQ is full (the WC is dropped, counted).
+ * @how: CQ_RESERVED the WC takes the slot reserved for it; otherwise
+ *   reserved slots count as used, and without room CQ_WAIT raises *@wait
+ *   (-EAGAIN) while CQ_PLAIN drops the WC: a credit accounting bug.
+ * Return: 0, -EAGAIN (CQ_WAIT, no room), -ENOSPC (CQ_PLAIN, dropped).
  */
 static int cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited,
-		   bool reserved)
+		   int how, atomic_bool *wait)
 {
 	bool fire = false, wake = false;
 
 	pthread_mutex_lock(&cq->lock);
-	if (reserved)
+	if (how == CQ_RESERVED && cq->resv) {
 		cq->resv--;	/* its slot: free by construction */
-	else if (cq->head - cq->tail + cq->resv >= cq->size) {
+	} else if (how == CQ_WAIT && !cq_room(cq)) {
+		cq_want_credit(cq, wait);
+		pthread_mutex_unlock(&cq->lock);
+		return -EAGAIN;
+	} else if (!cq_room(cq)) {
 		cq->overflow++;
 		pthread_mutex_unlock(&cq->lock);
-		xiw_log(XIW_LOG_ERROR, "cq %p overflow: wr_id %#llx dropped",
+		xiw_log(XIW_LOG_ERROR,
+			"cq %p overflow (internal error: CQE credits): wr_id %#llx dropped",
 			(void *)cq, (unsigned long long)wc->wr_id);
 		return -ENOSPC;
+	} else if (how == CQ_RESERVED) {	/* no reservation: a bug too */
+		xiw_log(XIW_LOG_ERROR,
+			"cq %p: internal error: wr_id %#llx has no reserved slot",
+			(void *)cq, (unsigned long long)wc->wr_id);
 	}
 	cq->ring[cq->head & cq->mask] = *wc;
 	__atomic_store_n(&cq->head, cq->head + 1, __ATOMIC_RELEASE);
@@ -398,12 +443,19 @@ static int cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited,
 
 int xiw_cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
-	return cq_push(cq, wc, solicited, false);
+	return cq_push(cq, wc, solicited, CQ_PLAIN, NULL);
 }
 
-int xiw_cq_push_reserved(struct xiw_cq *cq, const struct ibv_wc *wc)
+int xiw_cq_push_reserved(struct xiw_cq *cq, const struct ibv_wc *wc,
+			 bool solicited)
 {
-	return cq_push(cq, wc, false, true);
+	return cq_push(cq, wc, solicited, CQ_RESERVED, NULL);
+}
+
+int xiw_cq_push_wait(struct xiw_cq *cq, const struct ibv_wc *wc,
+		     atomic_bool *wait)
+{
+	return cq_push(cq, wc, false, CQ_WAIT, wait);
 }
 
 bool xiw_cq_has_room(struct xiw_cq *cq)
@@ -411,7 +463,7 @@ bool xiw_cq_has_room(struct xiw_cq *cq)
 	bool ok;
 
 	pthread_mutex_lock(&cq->lock);
-	ok = cq->head - cq->tail + cq->resv < cq->size;
+	ok = cq_room(cq);
 	pthread_mutex_unlock(&cq->lock);
 	return ok;
 }
@@ -421,8 +473,51 @@ bool xiw_cq_reserve(struct xiw_cq *cq)
 	bool ok;
 
 	pthread_mutex_lock(&cq->lock);
-	ok = cq->head - cq->tail + cq->resv < cq->size;
+	ok = cq_room(cq);
 	cq->resv += ok;
 	pthread_mutex_unlock(&cq->lock);
 	return ok;
+}
+
+bool xiw_cq_reserve_wait(struct xiw_cq *cq, atomic_bool *wait)
+{
+	bool ok;
+
+	pthread_mutex_lock(&cq->lock);
+	ok = cq_room(cq);
+	if (ok)
+		cq->resv++;
+	else
+		cq_want_credit(cq, wait);
+	pthread_mutex_unlock(&cq->lock);
+	return ok;
+}
+
+bool xiw_cq_unreserve(struct xiw_cq *cq, uint32_t n)
+{
+	bool kick;
+
+	if (!n)
+		return false;
+	pthread_mutex_lock(&cq->lock);
+	if (n > cq->resv) {
+		xiw_log(XIW_LOG_ERROR, "cq %p: internal error: unreserve %u of %u",
+			(void *)cq, n, cq->resv);
+		n = cq->resv;
+	}
+	cq->resv -= n;
+	kick = __atomic_load_n(&cq->credit_wait, __ATOMIC_RELAXED);
+	__atomic_store_n(&cq->credit_wait, false, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&cq->lock);
+	return kick;
+}
+
+void xiw_cq_credits(struct xiw_cq *cq, struct xiw_cq_credits *c)
+{
+	pthread_mutex_lock(&cq->lock);
+	c->size = cq->size;
+	c->queued = cq->head - cq->tail;
+	c->resv = cq->resv;
+	c->overflow = cq->overflow;
+	pthread_mutex_unlock(&cq->lock);
 }

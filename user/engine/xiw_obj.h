@@ -16,7 +16,9 @@
  *                thread pauses reading, arms timers or ends the stream: an
  *                app pass that meets any of that leaves it to the progress
  *                thread (xiw_rx_kick).
- *   cq->qps_lock the CQ's list of QPs; held by the poller across its pass.
+ *   cq->qps_lock the CQ's list of QPs; held by the poller across its pass
+ *                and by a poll that hands freed CQE slots to waiting QPs
+ *                (xiw_cq_credit_kick).
  *   Order: cq->qps_lock -> rx_lock -> tx_lock -> rq_lock -> cq->lock.
  *   Never call into the CM or the llp's close/set_owner while holding a
  *   QP lock except where noted. Whoever takes qp->llp away from an
@@ -125,8 +127,14 @@ enum { XIW_CQ_DISARMED = 0, XIW_CQ_ARM_NEXT = 1, XIW_CQ_ARM_SOL = 2 };
 
 /**
  * struct xiw_cq - completion queue: a power-of-two ring of ibv_wc.
- * @lock:   protects the ring, @armed and @overflow.
+ * @lock:   protects the ring, @armed, @overflow, @resv and @credit_wait.
  * @head:   producer count (engine), @tail: consumer count (poll).
+ * @overflow: WCs dropped for lack of room. Seed 002 credits make this an
+ *          internal error: every engine push has a reserved slot or waits.
+ * @resv:   slots reserved by started WRs (send WRs, and the receive WR a
+ *          message is landing in): head - tail + resv <= size always.
+ * @credit_wait: a WR or flush waits for a slot; the next poll (or
+ *          xiw_cq_unreserve) that frees one kicks the waiters.
  * @nqp:    QPs using this CQ as send or receive CQ (destroy: -EBUSY).
  */
 struct xiw_cq {
@@ -137,8 +145,8 @@ struct xiw_cq {
 	uint32_t head, tail;
 	int armed;
 	uint64_t overflow;
-	uint32_t resv;		/* lock: slots reserved by started send WRs */
-	bool credit_wait;	/* a QP waits for a slot: kick on poll */
+	uint32_t resv;
+	bool credit_wait;
 	struct xiw_cchan *ch;
 	atomic_int nqp;
 	/* xiw_cq_wait() (xiw_cq_wait.c, xiw_cq_wait.h): one sleeping waiter */
@@ -155,33 +163,82 @@ struct xiw_cq {
 
 /**
  * xiw_cq_qp_add() / xiw_cq_qp_del() - (un)list @qp on @cq so a thread
- * polling the empty CQ receives for it (xiw_rx_poll). No QP lock held.
- * Without memory the QP is just not listed (the progress thread still
- * receives for it). Del waits for a poller's pass in progress.
+ * polling the empty CQ receives for it (xiw_rx_poll) and a poll that
+ * frees CQE slots resumes it when it waits for one (xiw_cq_credit_kick).
+ * No QP lock held. Del waits for a poller's pass in progress.
+ * Return (add): 0, or -ENOMEM (the QP must not be used with @cq).
  */
-void xiw_cq_qp_add(struct xiw_cq *cq, struct xiw_qp *qp);
+int xiw_cq_qp_add(struct xiw_cq *cq, struct xiw_qp *qp);
 void xiw_cq_qp_del(struct xiw_cq *cq, struct xiw_qp *qp);
 void xiw_cq_rx_handoff(struct xiw_cq *cq);
 
 /**
- * xiw_cq_push() - append one completion; fires the channel if armed.
+ * xiw_cq_push() - append one completion without a reserved slot; fires
+ * the channel if armed.
  * @solicited: the completion is for a solicited message (SEND_SE).
  * Error completions also fire a solicited-only arm. Runs in any thread.
+ * The engine never needs it (its WCs are reserved or wait for room); a
+ * full CQ here is an accounting bug: logged at error level and counted.
  * Return: 0, or -ENOSPC if the CQ is full (the WC is dropped and counted).
  */
 int xiw_cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited);
 
+/*
+ * Seed 002 CQE credits. Every WC the engine makes either takes a slot
+ * reserved when its WR started (send WRs, the receive WR a message lands
+ * in) or waits until the CQ has room (flushes, unsignalled WRs that fail).
+ * A waiter raises its own flag (*@wait, a QP's rcq_wait/scq_wait) and the
+ * CQ's credit_wait under cq->lock, in the same critical section as the
+ * failed attempt, so the poll that frees the next slot cannot miss it:
+ * that poll clears both and resumes the waiter (xiw_cq_credit_kick).
+ */
+
 /**
  * xiw_cq_reserve() - reserve one CQE slot for a send WR about to start
- * (seed 002 credits: a started WR always has room for its WC). Unreserved
- * pushes leave reserved slots alone. Return: true if reserved.
+ * (a started WR always has room for its WC). Unreserved pushes leave
+ * reserved slots alone. Return: true if reserved.
  */
 bool xiw_cq_reserve(struct xiw_cq *cq);
 /** xiw_cq_has_room() - a reservation would succeed now. */
 bool xiw_cq_has_room(struct xiw_cq *cq);
+/**
+ * xiw_cq_reserve_wait() - xiw_cq_reserve(), or, without room, raise *@wait
+ * and the CQ's credit_wait (atomically with the check). Return: reserved.
+ */
+bool xiw_cq_reserve_wait(struct xiw_cq *cq, atomic_bool *wait);
+/**
+ * xiw_cq_unreserve() - give back @n reserved slots whose WRs will make no
+ * WC (QP reset or destroyed). Return: true if waiters must be kicked:
+ * call xiw_cq_credit_kick() once no QP lock is held.
+ */
+bool xiw_cq_unreserve(struct xiw_cq *cq, uint32_t n);
 /** xiw_cq_push_reserved() - xiw_cq_push() into the slot reserved for it
  *  (never fails for lack of room). */
-int xiw_cq_push_reserved(struct xiw_cq *cq, const struct ibv_wc *wc);
+int xiw_cq_push_reserved(struct xiw_cq *cq, const struct ibv_wc *wc,
+			 bool solicited);
+/**
+ * xiw_cq_push_wait() - push an unreserved WC if the CQ has room; else
+ * raise *@wait and credit_wait like xiw_cq_reserve_wait() and drop
+ * nothing: the caller keeps the WC and pushes it again when kicked.
+ * Return: 0, or -EAGAIN (no room; not counted as overflow).
+ */
+int xiw_cq_push_wait(struct xiw_cq *cq, const struct ibv_wc *wc,
+		     atomic_bool *wait);
+/**
+ * xiw_cq_credit_kick() - slots were freed: retry the send WRs parked in
+ * the datamover and resume every QP of @cq whose receive side or flush
+ * waits for a slot (xiw_qp_credit_kick). Called by xiw_cq_poll(); any
+ * thread, no QP lock held.
+ */
+void xiw_cq_credit_kick(struct xiw_cq *cq);
+
+/** struct xiw_cq_credits - @cq's accounting (tests, tools). */
+struct xiw_cq_credits {
+	uint32_t size, queued, resv;
+	uint64_t overflow;
+};
+/** xiw_cq_credits() - read @cq's accounting under its lock. */
+void xiw_cq_credits(struct xiw_cq *cq, struct xiw_cq_credits *c);
 
 /* ---------------------------------------------------------------- QP --- */
 
@@ -204,6 +261,8 @@ struct xiw_sqe {
 	uint32_t rkey;
 	uint32_t inv_stag;
 	uint8_t state;
+	uint8_t fail_st;		/* != 0: its WC gets this status, not
+					 * FLUSH_ERR (refused by TERMINATE) */
 	bool resv;			/* holds a CQE slot of the send CQ */
 	bool zc;			/* payload went (partly) with MSG_ZEROCOPY */
 	uint32_t zc_id;			/* ... released with this llp zc id */
@@ -380,6 +439,8 @@ struct xiw_qp {
 	uint32_t zc_last;		/* llp id of the last zero-copy send */
 	uint32_t zc_wait;		/* SQ WRs in state XIW_SQE_ACKED */
 	bool tx_credit;			/* the next WR waits for a CQE slot */
+	atomic_bool scq_wait;		/* an SQ WC (flush) waits for a slot of
+					 * scq: xiw_qp_credit_kick resumes it */
 	bool tx_failed;			/* a WR completed in error: no settle */
 	/* datamover (seed 003, xiw_datamover.c) */
 	bool dm_owned;			/* tx_lock: the datamover sends for it */
@@ -392,7 +453,11 @@ struct xiw_qp {
 	struct xiw_rqe *rq;
 	uint32_t rq_size, rq_mask, rq_max;
 	uint32_t rq_head, rq_tail;
-	bool rx_need_rqe;
+	bool rx_need_rqe;		/* the receive side waits for a WR */
+	bool rx_need_cqe;		/* ... for a CQE slot of rcq */
+	bool rq_resv;			/* the RQ head WR holds a slot of rcq */
+	atomic_bool rcq_wait;		/* the receive side or an RQ flush
+					 * waits for a slot of rcq */
 
 	/* receive side: rx_lock (see the lock rules at the top) */
 	pthread_mutex_t rx_lock;
@@ -430,6 +495,14 @@ void xiw_qp_sq_retire(struct xiw_qp *qp);
 void xiw_qp_to_error(struct xiw_qp *qp);
 void xiw_qp_sq_flush(struct xiw_qp *qp);
 void xiw_qp_sq_fail_head(struct xiw_qp *qp, enum ibv_wc_status st);
+
+/**
+ * xiw_qp_credit_kick() - @cq (@qp's send and/or receive CQ) freed slots:
+ * continue @qp's SQ completions/flush and its RQ flush, resume its receive
+ * side if it waits for a slot. Only QPs whose scq_wait/rcq_wait is raised
+ * do anything. Called with cq->qps_lock held, no QP lock.
+ */
+void xiw_qp_credit_kick(struct xiw_qp *qp, struct xiw_cq *cq);
 
 /**
  * xiw_qp_stream_end() - the stream is over (EOF, RST, TERMINATE): ERROR,
@@ -516,6 +589,40 @@ void xiw_txack_watch(struct xiw_qp *qp);
 void xiw_txack_settle(struct xiw_qp *qp);
 void xiw_txack_preload(void);
 void xiw_txack_forget(struct xiw_qp *qp);
+
+/* ---- xiw_qp_rq.c: the RQ and its CQE credits (rq_lock) ---- */
+
+/**
+ * xiw_rq_take() - a message starts landing (its first FPDU): copy the RQ
+ * head WR to *@out, with a CQE slot of the receive CQ reserved for it
+ * (seed 002; kept by the head WR until it completes or is flushed).
+ * Return: 0, or -EAGAIN: no WR posted (rx_need_rqe) or no slot
+ * (rx_need_cqe); post_recv or a poll of the CQ resumes the receive side.
+ */
+int xiw_rq_take(struct xiw_qp *qp, struct xiw_rqe *out);
+/**
+ * xiw_rq_complete() - the RQ head WR is done: pop it and post @wc into its
+ * slot, unless it was flushed meanwhile (QP in ERROR).
+ */
+void xiw_rq_complete(struct xiw_qp *qp, const struct ibv_wc *wc,
+		     bool solicited);
+/**
+ * xiw_rq_flush() - QP in ERROR: complete posted RQ WRs with FLUSH_ERR in
+ * posting order while the receive CQ has room; the rest wait for a poll
+ * (xiw_rq_credit_kick). rq_lock not held.
+ */
+void xiw_rq_flush(struct xiw_qp *qp);
+/** xiw_rq_credit_kick() - the receive CQ freed slots (see xiw_qp_credit_kick). */
+void xiw_rq_credit_kick(struct xiw_qp *qp);
+/** xiw_rq_waits() - the receive side waits for a WR or a CQE slot. */
+enum { XIW_RQ_GO, XIW_RQ_WAIT_WR, XIW_RQ_WAIT_CQE };
+int xiw_rq_waits(struct xiw_qp *qp);
+/**
+ * xiw_rq_reset() - RESET or destroy: drop every RQ WR without a WC and
+ * give back the head WR's slot. tx_lock may be held. Return: true if the
+ * caller must xiw_cq_credit_kick(rcq) once it holds no QP lock.
+ */
+bool xiw_rq_reset(struct xiw_qp *qp);
 
 /* ---- xiw_qp_rx.c ---- */
 

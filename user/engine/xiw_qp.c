@@ -4,6 +4,10 @@
  * RTR -> RTS, any -> ERR with flush, ERR -> RESET), ORD/IRD, attach to and
  * detach from the CM's stream (xiw_conn.h), and the end-of-stream paths.
  * Lock rules: see xiw_obj.h.
+ *
+ * Send WCs never overflow the send CQ (seed 002): started signalled WRs
+ * hold a reserved slot; flush WCs (and a TERMINATE's error WC for an
+ * unsignalled WR) wait, in posting order, until the CQ has room.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -78,7 +82,8 @@ static void qp_init_ibv(struct xiw_qp *qp, struct xiw_pd *pd,
  * xiw_qp_create() - an RC QP in state RESET.
  * @attr: qp_type must be IBV_QPT_RC, both CQs set, no SRQ; caps within
  *        XIW_MAX_QP_WR / XIW_MAX_SGE / XIW_MAX_INLINE. attr->cap gets the
- *        values enforced (0 WRs/SGEs are raised to 1).
+ *        values enforced (0 WRs/SGEs are raised to 1). The CQs may be
+ *        smaller than the queues: WCs then wait for polls (seed 002).
  * Return: the QP, or NULL+errno (EINVAL bad type/caps, ENOMEM).
  */
 struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
@@ -119,12 +124,17 @@ struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
 	attr->cap.max_recv_wr = qp->rq_max;
 	attr->cap.max_send_sge = qp->max_send_sge;
 	attr->cap.max_recv_sge = qp->max_recv_sge;
+	/* listed on its CQs, or a poll could not resume it (credits) */
+	if (xiw_cq_qp_add(qp->scq, qp) ||
+	    (qp->rcq != qp->scq && xiw_cq_qp_add(qp->rcq, qp))) {
+		xiw_cq_qp_del(qp->scq, qp);
+		qp_free_mem(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
 	xiw_pd_get(pd);
 	atomic_fetch_add(&qp->scq->nqp, 1);
 	atomic_fetch_add(&qp->rcq->nqp, 1);
-	xiw_cq_qp_add(qp->scq, qp);
-	if (qp->rcq != qp->scq)
-		xiw_cq_qp_add(qp->rcq, qp);
 	return qp;
 }
 
@@ -143,59 +153,51 @@ static enum ibv_wc_opcode wc_opcode(uint32_t wr_opcode)
 	}
 }
 
-static void sq_complete(struct xiw_qp *qp, struct xiw_sqe *e,
+/*
+ * The WC of SQ WR @e (tx_lock held): a started WR's goes into its reserved
+ * slot; any other (flushed, or failed while unsignalled) only if the send
+ * CQ has room, else scq_wait is raised and the caller stops there.
+ * A status set by xiw_qp_sq_fail_head() wins over @st.
+ * Return: true if the WC was made.
+ */
+static bool sq_complete(struct xiw_qp *qp, struct xiw_sqe *e,
 			enum ibv_wc_status st)
 {
 	struct ibv_wc wc = {
 		.wr_id = e->wr_id,
-		.status = st,
+		.status = e->fail_st ? (enum ibv_wc_status)e->fail_st : st,
 		.opcode = wc_opcode(e->opcode),
 		.byte_len = e->len,
 		.qp_num = qp->ibv.qp_num,
 		.src_qp = qp->ibv.qp_num,
 	};
 
-	if (e->resv)	/* started WRs hold their slot (seed 002) */
-		xiw_cq_push_reserved(qp->scq, &wc);
-	else
-		xiw_cq_push(qp->scq, &wc, false);
-	e->resv = false;
+	if (e->resv) {
+		e->resv = false;
+		xiw_cq_push_reserved(qp->scq, &wc, false);
+		return true;
+	}
+	return !xiw_cq_push_wait(qp->scq, &wc, &qp->scq_wait);
 }
 
 /**
  * xiw_qp_sq_retire() - complete finished SQ WRs in posting order (tx_lock
  * held); stops at the first WR still in flight (e.g. a READ whose response
- * has not fully arrived).
+ * has not fully arrived) or refused by a TERMINATE (its WC comes with the
+ * flush).
  */
 void xiw_qp_sq_retire(struct xiw_qp *qp)
 {
 	while (qp->sq_tail != qp->sq_tx) {
 		struct xiw_sqe *e = &qp->sq[qp->sq_tail & qp->sq_mask];
 
-		if (e->state != XIW_SQE_DONE)
+		if (e->state != XIW_SQE_DONE || e->fail_st)
 			break;
-		if (qp->sig_all || (e->flags & IBV_SEND_SIGNALED))
-			sq_complete(qp, e, IBV_WC_SUCCESS);
+		if ((qp->sig_all || (e->flags & IBV_SEND_SIGNALED)) &&
+		    !sq_complete(qp, e, IBV_WC_SUCCESS))
+			break;	/* never: signalled WRs hold a slot */
 		qp->sq_tail++;
 	}
-}
-
-static void rq_flush(struct xiw_qp *qp)
-{
-	pthread_mutex_lock(&qp->rq_lock);
-	for (; qp->rq_tail != qp->rq_head; qp->rq_tail++) {
-		struct ibv_wc wc = {
-			.wr_id = qp->rq[qp->rq_tail & qp->rq_mask].wr_id,
-			.status = IBV_WC_WR_FLUSH_ERR,
-			.opcode = IBV_WC_RECV,
-			.qp_num = qp->ibv.qp_num,
-			.src_qp = qp->ibv.qp_num,
-		};
-
-		xiw_cq_push(qp->rcq, &wc, false);
-	}
-	qp->rx_need_rqe = false;
-	pthread_mutex_unlock(&qp->rq_lock);
 }
 
 static void qp_set_state(struct xiw_qp *qp, enum ibv_qp_state s)
@@ -204,32 +206,78 @@ static void qp_set_state(struct xiw_qp *qp, enum ibv_qp_state s)
 	qp->ibv.state = s;
 }
 
+/* Past SQ WR sq_tail, which has its WC now (tx_lock held). */
+static void sq_pop(struct xiw_qp *qp)
+{
+	if (qp->sq_tx == qp->sq_tail)	/* it had not started */
+		qp->sq_tx++;
+	qp->sq_tail++;
+}
+
 /**
  * xiw_qp_sq_flush() - complete every SQ WR not yet completed with
- * IBV_WC_WR_FLUSH_ERR, in posting order. tx_lock held. Used on the move to
- * ERROR and for WRs posted while in ERROR (drain pattern: post a WR, wait
- * for its flush completion).
+ * IBV_WC_WR_FLUSH_ERR, in posting order, as far as the send CQ has room;
+ * the rest stay queued (they still count against max_send_wr) and a poll
+ * that frees slots continues (xiw_qp_credit_kick). tx_lock held, QP in
+ * ERROR. Used on the move to ERROR and for WRs posted while in ERROR
+ * (drain pattern: post a WR, wait for its flush completion).
  */
 void xiw_qp_sq_flush(struct xiw_qp *qp)
 {
-	for (; qp->sq_tail != qp->sq_head; qp->sq_tail++)
-		sq_complete(qp, &qp->sq[qp->sq_tail & qp->sq_mask],
-			    IBV_WC_WR_FLUSH_ERR);
-	qp->sq_tx = qp->sq_head;
+	while (qp->sq_tail != qp->sq_head &&
+	       sq_complete(qp, &qp->sq[qp->sq_tail & qp->sq_mask],
+			   IBV_WC_WR_FLUSH_ERR))
+		sq_pop(qp);
 }
 
 /**
  * xiw_qp_sq_fail_head() - complete the oldest SQ WR that went on the wire
  * but has not completed (e.g. a READ awaiting its response) with @st.
- * tx_lock held. Does nothing when no such WR exists.
+ * tx_lock held. Does nothing when no such WR exists. Without a reserved
+ * slot and with the send CQ full the WR keeps @st and waits at the SQ
+ * head: the flush that follows makes its WC first.
  */
 void xiw_qp_sq_fail_head(struct xiw_qp *qp, enum ibv_wc_status st)
 {
+	struct xiw_sqe *e;
+
 	if (qp->sq_tail == qp->sq_tx)
 		return;
 	qp->tx_failed = true;	/* the WRs behind it flush, ACKed or not */
-	sq_complete(qp, &qp->sq[qp->sq_tail & qp->sq_mask], st);
-	qp->sq_tail++;
+	e = &qp->sq[qp->sq_tail & qp->sq_mask];
+	e->fail_st = (uint8_t)st;
+	if (sq_complete(qp, e, st))
+		sq_pop(qp);
+}
+
+/*
+ * RESET or destroy: SQ WRs still waiting for their WC are dropped; give
+ * back the slots of those that hold one (tx_lock held).
+ * Return: true if the send CQ's waiters must be kicked (no lock held).
+ */
+static bool sq_drop_resv(struct xiw_qp *qp)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = qp->sq_tail; i != qp->sq_head; i++) {
+		n += qp->sq[i & qp->sq_mask].resv;
+		qp->sq[i & qp->sq_mask].resv = false;
+	}
+	return xiw_cq_unreserve(qp->scq, n);
+}
+
+void xiw_qp_credit_kick(struct xiw_qp *qp, struct xiw_cq *cq)
+{
+	if (qp->scq == cq && atomic_exchange(&qp->scq_wait, false)) {
+		pthread_mutex_lock(&qp->tx_lock);
+		if (atomic_load(&qp->state) == IBV_QPS_ERR)
+			xiw_qp_sq_flush(qp);
+		else if (atomic_load(&qp->state) == IBV_QPS_RTS)
+			xiw_qp_sq_retire(qp);
+		pthread_mutex_unlock(&qp->tx_lock);
+	}
+	if (qp->rcq == cq && atomic_exchange(&qp->rcq_wait, false))
+		xiw_rq_credit_kick(qp);
 }
 
 /**
@@ -254,15 +302,21 @@ void xiw_qp_to_error(struct xiw_qp *qp)
 	if (qp->msg.kind != XIW_TXK_TERM)
 		qp->msg.kind = XIW_TXK_NONE;
 	qp->b->mark_idx = qp->b->nmark;
-	xiw_txc_reset(&qp->txc);	/* its WRs were just flushed */
+	xiw_txc_reset(&qp->txc);	/* its WRs were (or will be) flushed */
 	qp->zc_wait = 0;
 	xiw_txack_forget(qp);
-	rq_flush(qp);
+	xiw_rq_flush(qp);
 }
 
-static void qp_to_reset(struct xiw_qp *qp)
+/*
+ * tx_lock held. WRs still waiting for flush WCs are dropped with their
+ * slots. *kick_s, *kick_r: the send, receive CQ's waiters are to be kicked
+ * once no lock is held.
+ */
+static void qp_to_reset(struct xiw_qp *qp, bool *kick_s, bool *kick_r)
 {
 	qp_set_state(qp, IBV_QPS_RESET);
+	*kick_s = sq_drop_resv(qp);
 	qp->sq_head = qp->sq_tx = qp->sq_tail = 0;
 	qp->orq_head = qp->orq_tail = 0;
 	qp->irq_head = qp->irq_tail = 0;
@@ -270,10 +324,7 @@ static void qp_to_reset(struct xiw_qp *qp)
 	qp->term = 0;
 	qp->rtr = XIW_RTR_NONE;
 	xiw_tx_reset(qp);
-	pthread_mutex_lock(&qp->rq_lock);
-	qp->rq_head = qp->rq_tail = 0;
-	qp->rx_need_rqe = false;
-	pthread_mutex_unlock(&qp->rq_lock);
+	*kick_r = xiw_rq_reset(qp);
 }
 
 /* ------------------------------------------------------ state machine --- */
@@ -322,7 +373,8 @@ static int qp_detach_locked(struct xiw_qp *qp, bool abort,
  * xiw_qp_modify() - verbs QP state machine.
  * Transitions: RESET->INIT, INIT->INIT/RTR, RTR->RTS, RTS->RTS, any->ERR
  * (flush; a connected QP also closes its stream gracefully), any->RESET
- * (not while connected; queued WRs are dropped without completions).
+ * (not while connected; queued WRs, also those whose flush WC still waits
+ * for room in a full CQ, are dropped without completions).
  * Attributes: max_rd_atomic (ORD <= XIW_MAX_ORD), max_dest_rd_atomic (IRD
  * <= XIW_MAX_IRD), qp_access_flags; IB path attributes are accepted and
  * ignored.
@@ -331,6 +383,7 @@ static int qp_detach_locked(struct xiw_qp *qp, bool abort,
 int xiw_qp_modify(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
 	enum ibv_qp_state cur, nxt;
+	bool kick_s = false, kick_r = false;
 	int ret;
 
 	pthread_mutex_lock(&qp->tx_lock);
@@ -351,13 +404,17 @@ int xiw_qp_modify(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask)
 		else
 			xiw_qp_to_error(qp);
 	} else if (nxt == IBV_QPS_RESET) {
-		qp_to_reset(qp);
+		qp_to_reset(qp, &kick_s, &kick_r);
 	} else {
 		qp_set_state(qp, nxt);
 		if (nxt == IBV_QPS_RTS)
 			xiw_tx_push(qp);
 	}
 	pthread_mutex_unlock(&qp->tx_lock);
+	if (kick_s)
+		xiw_cq_credit_kick(qp->scq);
+	if (kick_r)
+		xiw_cq_credit_kick(qp->rcq);
 	return 0;
 }
 
@@ -735,12 +792,14 @@ static void qp_teardown(struct xiw_qp *qp)
  * (xiw_cm_qp_gone()) or a connected stream (the CM hears
  * xiw_cm_stream_closed(-ECONNABORTED) if it has not yet), flush, wait
  * until no upcall or queued progress callback uses the QP, free.
+ * Flush WCs that still wait for room in a full CQ are dropped and the CQE
+ * slots reserved for the QP's WRs given back.
  * Must not be called on the progress thread while callbacks are queued.
  * Return: 0.
  */
 int xiw_qp_destroy(struct xiw_qp *qp)
 {
-	bool was_attached;
+	bool was_attached, kick_s, kick_r;
 
 	xiw_cm_qp_gone(qp);	/* a connect still setting up forgets @qp */
 	pthread_mutex_lock(&qp->tx_lock);
@@ -756,9 +815,18 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 		pthread_cond_wait(&qp->ref_cond, &qp->ref_lock);
 	pthread_mutex_unlock(&qp->ref_lock);
 
+	/* unlisted first: no poll kicks it any more */
 	xiw_cq_qp_del(qp->scq, qp);
 	if (qp->rcq != qp->scq)
 		xiw_cq_qp_del(qp->rcq, qp);
+	pthread_mutex_lock(&qp->tx_lock);
+	kick_s = sq_drop_resv(qp);
+	pthread_mutex_unlock(&qp->tx_lock);
+	kick_r = xiw_rq_reset(qp);
+	if (kick_s)
+		xiw_cq_credit_kick(qp->scq);
+	if (kick_r)
+		xiw_cq_credit_kick(qp->rcq);
 	atomic_fetch_sub(&qp->scq->nqp, 1);
 	atomic_fetch_sub(&qp->rcq->nqp, 1);
 	xiw_pd_put(qp->pd);

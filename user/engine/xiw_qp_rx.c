@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * QP receive side: post_recv, the placement callbacks of the receive
- * machine (xiw_rx_ops) and the llp upcalls.
+ * QP receive side: the placement callbacks of the receive machine
+ * (xiw_rx_ops) and the llp upcalls. The RQ itself is xiw_qp_rq.c.
  *
  * The receive machine (qp->rx, qp->rxs) runs under qp->rx_lock: on the
  * progress thread (llp upcalls) or, for one non-blocking pass, in an app
@@ -10,8 +10,10 @@
  * into the RQ head WR at their MO; READ requests queue on the IRQ. Any
  * violation returns an XIW_TERM() code: the caller sends TERMINATE, moves
  * the QP to ERROR and ends the stream (RFC 5040 §5.4, RFC 5041 §7).
- * A SEND that finds no posted receive makes the receive machine wait and
- * stops reading the socket (TCP flow control) until post_recv kicks it.
+ * A SEND that finds no posted receive, or no free CQE slot for its WC
+ * (seed 002 credits), makes the receive machine wait and stops reading
+ * the socket (TCP flow control) until post_recv or a poll of the receive
+ * CQ kicks it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,86 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 #include "xiw_obj.h"
-
-/* ------------------------------------------------------- post_recv --- */
-
-static int rqe_fill(struct xiw_qp *qp, const struct ibv_recv_wr *wr,
-		    struct xiw_rqe *e)
-{
-	uint64_t len = 0;
-
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_recv_sge)
-		return -EINVAL;
-	for (int i = 0; i < wr->num_sge; i++) {
-		const struct ibv_sge *s = &wr->sg_list[i];
-
-		if (xiw_mr_check(s->lkey, qp->pd, IBV_ACCESS_LOCAL_WRITE,
-				 s->addr, s->length, false, NULL))
-			return -EINVAL;
-		e->sge[i] = *s;
-		len += s->length;
-	}
-	if (len > INT32_MAX)
-		return -EINVAL;
-	e->wr_id = wr->wr_id;
-	e->num_sge = wr->num_sge;
-	e->len = (uint32_t)len;
-	return 0;
-}
-
-static void rq_flush_one(struct xiw_qp *qp, uint64_t wr_id)
-{
-	struct ibv_wc wc = {
-		.wr_id = wr_id,
-		.status = IBV_WC_WR_FLUSH_ERR,
-		.opcode = IBV_WC_RECV,
-		.qp_num = qp->ibv.qp_num,
-		.src_qp = qp->ibv.qp_num,
-	};
-
-	xiw_cq_push(qp->rcq, &wc, false);
-}
-
-/**
- * xiw_post_recv() - post a chain of receive WRs (allowed from INIT on; in
- * ERROR they complete at once with IBV_WC_WR_FLUSH_ERR). Wakes a receive
- * side that waits for a buffer. Never blocks.
- * Return: 0, or -errno with *bad the first WR not posted: -ENOMEM RQ full,
- * -EINVAL num_sge > max_recv_sge, bad lkey, or QP in RESET.
- */
-int xiw_post_recv(struct xiw_qp *qp, struct ibv_recv_wr *wr,
-		  struct ibv_recv_wr **bad)
-{
-	bool kick = false;
-	int ret = 0;
-
-	pthread_mutex_lock(&qp->rq_lock);
-	for (; wr; wr = wr->next) {
-		struct xiw_rqe *e = &qp->rq[qp->rq_head & qp->rq_mask];
-		enum ibv_qp_state s = atomic_load(&qp->state);
-
-		ret = s == IBV_QPS_RESET ? -EINVAL : rqe_fill(qp, wr, e);
-		if (!ret && qp->rq_head - qp->rq_tail >= qp->rq_max)
-			ret = -ENOMEM;
-		if (ret)
-			break;
-		if (s == IBV_QPS_ERR) {
-			rq_flush_one(qp, e->wr_id);
-			continue;
-		}
-		qp->rq_head++;
-	}
-	if (qp->rx_need_rqe && qp->rq_head != qp->rq_tail) {
-		qp->rx_need_rqe = false;
-		kick = true;
-	}
-	pthread_mutex_unlock(&qp->rq_lock);
-	if (kick)
-		xiw_rx_kick(qp);
-	if (ret && bad)
-		*bad = wr;
-	return ret;
-}
 
 /* ------------------------------------------------------- placement --- */
 
@@ -210,8 +132,9 @@ out:
 
 /*
  * QN 0 message (SEND*, Immediate Data): MSN and MO in sequence, and the RQ
- * head WR taken at its first FPDU (RFC 5041 §5). Return: 0, -EAGAIN (no
- * receive posted yet) or XIW_TERM().
+ * head WR taken at its first FPDU (RFC 5041 §5) with a CQE slot reserved
+ * for its WC (seed 002). Return: 0, -EAGAIN (no receive posted yet, or
+ * the receive CQ is full) or XIW_TERM().
  */
 static int untagged_take(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 {
@@ -223,15 +146,9 @@ static int untagged_take(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 		return XIW_T_DDP_INV_MO;
 	if (r->have_rqe)
 		return 0;
-	pthread_mutex_lock(&qp->rq_lock);
-	if (qp->rq_tail == qp->rq_head) {
-		qp->rx_need_rqe = true;
-		pthread_mutex_unlock(&qp->rq_lock);
+	if (xiw_rq_take(qp, &r->rqe))
 		return -EAGAIN;
-	}
-	r->rqe = qp->rq[qp->rq_tail & qp->rq_mask];
 	r->have_rqe = true;
-	pthread_mutex_unlock(&qp->rq_lock);
 	return 0;
 }
 
@@ -404,23 +321,14 @@ static void rreq_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 	pthread_mutex_unlock(&qp->tx_lock);
 }
 
-/* The RQ head WR is done: pop it and post @wc (unless flushed meanwhile). */
+/* The RQ head WR is done: its WC takes the slot reserved at the start. */
 static void recv_complete(struct xiw_qp *qp, struct ibv_wc *wc, bool solicited)
 {
-	bool live;
-
 	wc->wr_id = qp->rxs.rqe.wr_id;
 	wc->status = IBV_WC_SUCCESS;
 	wc->qp_num = qp->ibv.qp_num;
 	wc->src_qp = qp->ibv.qp_num;
-	pthread_mutex_lock(&qp->rq_lock);
-	live = atomic_load(&qp->state) != IBV_QPS_ERR &&
-	       qp->rq_tail != qp->rq_head;
-	if (live)
-		qp->rq_tail++;
-	pthread_mutex_unlock(&qp->rq_lock);
-	if (live)
-		xiw_cq_push(qp->rcq, wc, solicited);
+	xiw_rq_complete(qp, wc, solicited);
 }
 
 static void untagged_next(struct xiw_rxstate *r)
@@ -710,17 +618,6 @@ static bool rx_take_pending(struct xiw_qp *qp)
 	return term || err;
 }
 
-/* The receive machine waits for a posted receive (rq_lock). */
-static bool rx_waits_rqe(struct xiw_qp *qp)
-{
-	bool w;
-
-	pthread_mutex_lock(&qp->rq_lock);
-	w = qp->rx_need_rqe;
-	pthread_mutex_unlock(&qp->rq_lock);
-	return w;
-}
-
 /* After xiw_rx_advance(): act on RTR, TERMINATE or a violation. */
 static bool rx_after_advance(struct xiw_qp *qp, int mode, int t)
 {
@@ -769,11 +666,15 @@ static int rx_step(struct xiw_qp *qp, struct xiw_llp *l, int mode)
 	int cnt;
 
 	cnt = xiw_rx_iov(&qp->rx, iov, 64);
-	if (cnt == -EAGAIN) {	/* SEND without a posted receive */
+	if (cnt == -EAGAIN) {	/* no posted receive, or no CQE slot */
 		if (mode == RXM_PG) {
 			xiw_llp_pause_read(l, true);
-			xiw_progress_timer_arm(&qp->rq_timer, rx_rq_wait_ms(),
-					       rx_rq_timeout, qp);
+			/* only a missing receive is an error in the end; a
+			 * full CQ is the app's pace (its poll kicks us) */
+			if (xiw_rq_waits(qp) == XIW_RQ_WAIT_WR)
+				xiw_progress_timer_arm(&qp->rq_timer,
+						       rx_rq_wait_ms(),
+						       rx_rq_timeout, qp);
 		} else if (mode == RXM_APP) {
 			xiw_rx_kick(qp);	/* pause and time it there */
 		}
@@ -914,7 +815,7 @@ static void rx_app_maybe_enter(struct xiw_qp *qp, struct xiw_llp *l)
 	if (on < 0)
 		on = getenv("XIW_RX_APP_MODE") ? atoi(getenv("XIW_RX_APP_MODE")) != 0 : 1;
 	if (!on || qp->rx_stop || atomic_load(&qp->rx_app_mode) ||
-	    atomic_load(&qp->state) != IBV_QPS_RTS || rx_waits_rqe(qp) ||
+	    atomic_load(&qp->state) != IBV_QPS_RTS || xiw_rq_waits(qp) ||
 	    rx_now_ns() - atomic_load(&qp->rx_app_got_ns) >= XIW_RX_APP_NS)
 		return;
 	atomic_store(&qp->rx_app_mode, true);
@@ -1030,8 +931,9 @@ static bool rx_poll_backoff(void)
  * ibv_poll_cq reads its own socket instead of waiting for the progress
  * thread's wake-up, which costs 15-30 us on a busy 2-vCPU VM, more than
  * the whole round trip. Non-blocking: skips the QP when another thread
- * runs its receive machine, when it waits for a posted receive, or in
- * ERROR; what only the progress thread may do is handed over to it.
+ * runs its receive machine, when it waits for a posted receive or a CQE
+ * slot (the poll that frees one kicks the progress thread), or in ERROR;
+ * what only the progress thread may do is handed over to it.
  * Return: true if bytes were received.
  */
 bool xiw_rx_poll(struct xiw_qp *qp)
@@ -1049,7 +951,7 @@ bool xiw_rx_poll(struct xiw_qp *qp)
 		return false;
 	rx_self = qp;
 	l = rx_llp(qp);
-	if (l && !qp->rtr_wait && !rx_waits_rqe(qp)) {
+	if (l && !qp->rtr_wait && !xiw_rq_waits(qp)) {
 		if (!(rx_poll_idle % XIW_RX_POLL_STAMP))
 			atomic_store_explicit(&qp->rx_app_poll_ns, rx_now_ns(),
 					      memory_order_relaxed);

@@ -105,6 +105,7 @@ static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
 	if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)	/* network order */
 		memcpy(e->imm, &wr->imm_data, sizeof(wr->imm_data));
 	e->state = XIW_SQE_QUEUED;
+	e->fail_st = 0;
 	e->resv = false;
 	qp->sq_head++;
 	return 0;
@@ -120,8 +121,10 @@ static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
  * returns -ENOMEM; the CQ itself never overflows.
  * Return: 0, or -errno with *bad the first WR not posted: -ENOMEM SQ full,
  * -EINVAL bad opcode (WITH_IMM, atomics), num_sge, lkey, inline length, or
- * QP not in RTS or ERROR. In ERROR the WRs complete at once with
- * IBV_WC_WR_FLUSH_ERR, as verbs providers do.
+ * QP not in RTS or ERROR. In ERROR the WRs complete with
+ * IBV_WC_WR_FLUSH_ERR, as verbs providers do: at once, or, with the send
+ * CQ full, in posting order as polls free slots (until then they occupy
+ * the SQ, so posting may return -ENOMEM).
  */
 int xiw_post_send(struct xiw_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad)
