@@ -280,7 +280,7 @@ static bool dm_turn(struct xiw_qp *qp)
 	pthread_mutex_unlock(&dm.lock);
 	if (credit)
 		dm_credit_recheck(qp);
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 	return drop;
 }
 

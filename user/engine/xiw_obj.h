@@ -398,6 +398,16 @@ struct xiw_qp {
 	int access;
 
 	pthread_mutex_t tx_lock;
+	/*
+	 * Posting never waits for tx_lock (seed 003): posters append WQEs
+	 * under sq_lock (posters only, no syscalls under it; sq_head is
+	 * published with a release store), then try tx_lock. A poster that
+	 * finds it taken sets tx_more and leaves; xiw_tx_unlock() of the
+	 * holder hands the new WRs to the progress thread (or to the
+	 * datamover, which owns the QP's sending then anyway).
+	 */
+	pthread_mutex_t sq_lock;
+	atomic_bool tx_more;
 	struct xiw_sqe *sq;
 	uint8_t *inl;
 	uint32_t sq_size, sq_mask, sq_max;
@@ -531,6 +541,13 @@ void xiw_qp_end_async(struct xiw_qp *qp, int err);
  * blocks: on a short send it asks the llp for a writable upcall.
  */
 void xiw_tx_push(struct xiw_qp *qp);
+/**
+ * xiw_tx_unlock() - release qp->tx_lock; if a poster found it taken
+ * meanwhile (tx_more) and the datamover does not own the QP's sending,
+ * have the progress thread send or flush the new WRs. Every holder of
+ * tx_lock releases it with this.
+ */
+void xiw_tx_unlock(struct xiw_qp *qp);
 /** xiw_tx_reset() - drop the TX cursor and batch (tx_lock held). */
 void xiw_tx_reset(struct xiw_qp *qp);
 /** xiw_tx_writable() - llp writable upcall (progress thread). */

@@ -115,6 +115,8 @@ struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
 	qp->ird = XIW_MAX_IRD;
 	atomic_init(&qp->state, IBV_QPS_RESET);
 	pthread_mutex_init(&qp->tx_lock, NULL);
+	pthread_mutex_init(&qp->sq_lock, NULL);
+	atomic_init(&qp->tx_more, false);
 	pthread_mutex_init(&qp->rq_lock, NULL);
 	pthread_mutex_init(&qp->rx_lock, NULL);
 	pthread_mutex_init(&qp->ref_lock, NULL);
@@ -160,6 +162,12 @@ static enum ibv_wc_opcode wc_opcode(uint32_t wr_opcode)
  * A status set by xiw_qp_sq_fail_head() wins over @st.
  * Return: true if the WC was made.
  */
+/* tx_lock held; posters read sq_tail without it (room check) */
+static void sq_tail_inc(struct xiw_qp *qp)
+{
+	__atomic_store_n(&qp->sq_tail, qp->sq_tail + 1, __ATOMIC_RELEASE);
+}
+
 static bool sq_complete(struct xiw_qp *qp, struct xiw_sqe *e,
 			enum ibv_wc_status st)
 {
@@ -189,14 +197,28 @@ static bool sq_complete(struct xiw_qp *qp, struct xiw_sqe *e,
 void xiw_qp_sq_retire(struct xiw_qp *qp)
 {
 	while (qp->sq_tail != qp->sq_tx) {
-		struct xiw_sqe *e = &qp->sq[qp->sq_tail & qp->sq_mask];
+		struct xiw_sqe *e = &qp->sq[qp->sq_tail & qp->sq_mask], done;
+		bool sig;
 
 		if (e->state != XIW_SQE_DONE || e->fail_st)
 			break;
-		if ((qp->sig_all || (e->flags & IBV_SEND_SIGNALED)) &&
-		    !sq_complete(qp, e, IBV_WC_SUCCESS))
-			break;	/* never: signalled WRs hold a slot */
-		qp->sq_tail++;
+		sig = qp->sig_all || (e->flags & IBV_SEND_SIGNALED);
+		if (sig && !e->resv) {	/* never: signalled WRs hold a slot */
+			if (!sq_complete(qp, e, IBV_WC_SUCCESS))
+				break;
+			sq_tail_inc(qp);
+			continue;
+		}
+		/*
+		 * Free the SQ slot before the WC is seen: posters check for
+		 * room without tx_lock, and an app that posts after polling
+		 * this WC must find its slot free. The WC is made from a copy
+		 * because a poster may refill the slot at once.
+		 */
+		done = *e;
+		sq_tail_inc(qp);
+		if (sig)
+			sq_complete(qp, &done, IBV_WC_SUCCESS);
 	}
 }
 
@@ -211,7 +233,7 @@ static void sq_pop(struct xiw_qp *qp)
 {
 	if (qp->sq_tx == qp->sq_tail)	/* it had not started */
 		qp->sq_tx++;
-	qp->sq_tail++;
+	sq_tail_inc(qp);
 }
 
 /**
@@ -224,10 +246,19 @@ static void sq_pop(struct xiw_qp *qp)
  */
 void xiw_qp_sq_flush(struct xiw_qp *qp)
 {
-	while (qp->sq_tail != qp->sq_head &&
-	       sq_complete(qp, &qp->sq[qp->sq_tail & qp->sq_mask],
-			   IBV_WC_WR_FLUSH_ERR))
+	while (qp->sq_tail != __atomic_load_n(&qp->sq_head, __ATOMIC_ACQUIRE)) {
+		struct xiw_sqe *e = &qp->sq[qp->sq_tail & qp->sq_mask], done;
+
+		if (!e->resv) {	/* needs room in the CQ first */
+			if (!sq_complete(qp, e, IBV_WC_WR_FLUSH_ERR))
+				break;
+			sq_pop(qp);
+			continue;
+		}
+		done = *e;	/* as in xiw_qp_sq_retire: slot first */
 		sq_pop(qp);
+		sq_complete(qp, &done, IBV_WC_WR_FLUSH_ERR);
+	}
 }
 
 /**
@@ -274,7 +305,7 @@ void xiw_qp_credit_kick(struct xiw_qp *qp, struct xiw_cq *cq)
 			xiw_qp_sq_flush(qp);
 		else if (atomic_load(&qp->state) == IBV_QPS_RTS)
 			xiw_qp_sq_retire(qp);
-		pthread_mutex_unlock(&qp->tx_lock);
+		xiw_tx_unlock(qp);
 	}
 	if (qp->rcq == cq && atomic_exchange(&qp->rcq_wait, false))
 		xiw_rq_credit_kick(qp);
@@ -317,7 +348,9 @@ static void qp_to_reset(struct xiw_qp *qp, bool *kick_s, bool *kick_r)
 {
 	qp_set_state(qp, IBV_QPS_RESET);
 	*kick_s = sq_drop_resv(qp);
+	pthread_mutex_lock(&qp->sq_lock);	/* no poster in between */
 	qp->sq_head = qp->sq_tx = qp->sq_tail = 0;
+	pthread_mutex_unlock(&qp->sq_lock);
 	qp->orq_head = qp->orq_tail = 0;
 	qp->irq_head = qp->irq_tail = 0;
 	qp->irq_active = false;
@@ -395,7 +428,7 @@ int xiw_qp_modify(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask)
 	if (!ret)
 		ret = qp_modify_attrs(qp, attr, mask);
 	if (ret || !(mask & IBV_QP_STATE) || nxt == cur) {
-		pthread_mutex_unlock(&qp->tx_lock);
+		xiw_tx_unlock(qp);
 		return ret;
 	}
 	if (nxt == IBV_QPS_ERR) {
@@ -410,7 +443,7 @@ int xiw_qp_modify(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask)
 		if (nxt == IBV_QPS_RTS)
 			xiw_tx_push(qp);
 	}
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 	if (kick_s)
 		xiw_cq_credit_kick(qp->scq);
 	if (kick_r)
@@ -442,7 +475,7 @@ int xiw_qp_query(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask,
 	attr->cap.max_send_sge = qp->max_send_sge;
 	attr->cap.max_recv_sge = qp->max_recv_sge;
 	attr->cap.max_inline_data = qp->max_inline;
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 	init->qp_context = qp->ibv.qp_context;
 	init->send_cq = qp->ibv.send_cq;
 	init->recv_cq = qp->ibv.recv_cq;
@@ -491,7 +524,7 @@ int xiw_qp_attach(struct xiw_qp *qp, struct xiw_cm_conn *conn,
 	pthread_mutex_lock(&qp->tx_lock);
 	s = atomic_load(&qp->state);
 	if ((s != IBV_QPS_INIT && s != IBV_QPS_RTR) || qp->attached) {
-		pthread_mutex_unlock(&qp->tx_lock);
+		xiw_tx_unlock(qp);
 		return -EINVAL;
 	}
 	qp->llp = llp;
@@ -513,7 +546,7 @@ int xiw_qp_attach(struct xiw_qp *qp, struct xiw_cm_conn *conn,
 	xiw_tx_reset(qp);
 	xiw_rx_reset(qp);
 	qp_set_state(qp, IBV_QPS_RTS);
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 
 	xiw_log(XIW_LOG_INFO,
 		"qp %u: attached: crc %d markers tx %d rx %d max_ulpdu %u ird %u ord %u rtr %d %s",
@@ -523,7 +556,7 @@ int xiw_qp_attach(struct xiw_qp *qp, struct xiw_cm_conn *conn,
 	xiw_llp_set_owner(llp, &qp_llp_cb, qp);
 	pthread_mutex_lock(&qp->tx_lock);
 	xiw_tx_push(qp);
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 	xiw_rx_kick(qp);	/* bytes may already wait behind the MPA frames */
 	return 0;
 }
@@ -573,7 +606,7 @@ void xiw_qp_detach(struct xiw_qp *qp, bool abort)
 
 	pthread_mutex_lock(&qp->tx_lock);
 	qp_detach_locked(qp, abort, &l, &conn);
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 	if (l) {
 		xiw_rx_fence(qp);	/* an app receive pass may use it */
 		xiw_llp_set_owner(l, &noop_cb, NULL);
@@ -614,7 +647,7 @@ void xiw_qp_stream_end(struct xiw_qp *qp, int err)
 	xiw_progress_timer_cancel(&qp->rq_timer);
 	pthread_mutex_lock(&qp->tx_lock);
 	if (!qp->attached) {
-		pthread_mutex_unlock(&qp->tx_lock);
+		xiw_tx_unlock(qp);
 		return;
 	}
 	termed = qp->end_err != 0;
@@ -629,7 +662,7 @@ void xiw_qp_stream_end(struct xiw_qp *qp, int err)
 	qp->closed_reported = true;
 	qp->rx_stop = true;
 	xiw_tx_reset(qp);
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 	xiw_rx_fence(qp);	/* an app receive pass may use @l */
 	if (termed)
 		qp_drain_input(qp, l);
@@ -668,7 +701,7 @@ void xiw_qp_fatal(struct xiw_qp *qp, int term)
 
 	pthread_mutex_lock(&qp->tx_lock);
 	if (!qp->attached || qp->end_err) {
-		pthread_mutex_unlock(&qp->tx_lock);
+		xiw_tx_unlock(qp);
 		return;
 	}
 	xiw_log(XIW_LOG_WARN, "qp %u: TERMINATE layer %d type %d code %#x",
@@ -682,7 +715,7 @@ void xiw_qp_fatal(struct xiw_qp *qp, int term)
 	xiw_tx_push(qp);
 	sent = !qp->shutdown_pending;	/* FIN went out after the TERMINATE */
 	qp->term_waiting = !sent;
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 	if (sent)
 		xiw_qp_stream_end(qp, -EPROTO);
 	else	/* the rest follows from writable(); bounded wait */
@@ -804,12 +837,12 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 	xiw_cm_qp_gone(qp);	/* a connect still setting up forgets @qp */
 	pthread_mutex_lock(&qp->tx_lock);
 	was_attached = qp->ever_attached;
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 	if (was_attached)
 		qp_teardown(qp);
 	pthread_mutex_lock(&qp->tx_lock);
 	xiw_qp_to_error(qp);
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 	pthread_mutex_lock(&qp->ref_lock);
 	while (qp->refs > 0)
 		pthread_cond_wait(&qp->ref_cond, &qp->ref_lock);
@@ -821,6 +854,8 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 		xiw_cq_qp_del(qp->rcq, qp);
 	pthread_mutex_lock(&qp->tx_lock);
 	kick_s = sq_drop_resv(qp);
+	/* references are drained: no kick may take a new one now */
+	atomic_store(&qp->tx_more, false);
 	pthread_mutex_unlock(&qp->tx_lock);
 	kick_r = xiw_rq_reset(qp);
 	if (kick_s)
@@ -831,6 +866,7 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 	atomic_fetch_sub(&qp->rcq->nqp, 1);
 	xiw_pd_put(qp->pd);
 	pthread_mutex_destroy(&qp->tx_lock);
+	pthread_mutex_destroy(&qp->sq_lock);
 	pthread_mutex_destroy(&qp->rq_lock);
 	pthread_mutex_destroy(&qp->rx_lock);
 	pthread_mutex_destroy(&qp->ref_lock);

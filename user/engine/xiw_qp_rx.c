@@ -126,7 +126,7 @@ static int place_rresp(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
 	}
 	*ndst = sge_map(o->sge, o->num_sge, (uint32_t)off, h->payload_len, dst);
 out:
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 	return ret;
 }
 
@@ -179,7 +179,7 @@ static int place_rreq(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 		return XIW_T_DDP_MSN_RANGE;
 	pthread_mutex_lock(&qp->tx_lock);
 	queued = qp->irq_head - qp->irq_tail + qp->irq_active;
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 	if (queued >= qp->ird)
 		return XIW_T_DDP_NO_BUF;	/* beyond IRD: no room on QN 1 */
 	if (!h->rd_size)
@@ -300,7 +300,7 @@ static void rresp_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 	}
 	qp->rxs.tx_due++;	/* ORD room for queued READs */
 out:
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 }
 
 static void rreq_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
@@ -318,7 +318,7 @@ static void rreq_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 		};
 		qp->rxs.tx_due++;	/* respond after this receive burst */
 	}
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 }
 
 /* The RQ head WR is done: its WC takes the slot reserved at the start. */
@@ -459,7 +459,7 @@ static void rx_after_rtr(struct xiw_qp *qp)
 	qp->tx_hold = false;
 	conn = qp->conn;
 	xiw_tx_push(qp);
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 	if (conn)
 		xiw_cm_rtr_received(conn);
 }
@@ -493,7 +493,7 @@ static void rx_terminated(struct xiw_qp *qp)
 	 * order); it gets the reason, the rest are flushed. */
 	pthread_mutex_lock(&qp->tx_lock);
 	xiw_qp_sq_fail_head(qp, term_wc_status(c));
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 	xiw_qp_stream_end(qp, -EPROTO);
 }
 
@@ -545,7 +545,7 @@ static struct xiw_llp *rx_llp(struct xiw_qp *qp)
 
 	pthread_mutex_lock(&qp->tx_lock);
 	l = qp->attached ? qp->llp : NULL;
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 	return l;
 }
 
@@ -714,7 +714,7 @@ static void rx_flush_tx(struct xiw_qp *qp)
 	qp->rxs.tx_due = 0;
 	pthread_mutex_lock(&qp->tx_lock);
 	xiw_tx_push(qp);
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 }
 
 #define XIW_RX_TX_BATCH 16	/* READs answered per sendmsg at most */

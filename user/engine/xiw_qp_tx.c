@@ -90,7 +90,8 @@ static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge ||
 	    sqe_opcode_ok(wr))
 		return -EINVAL;
-	if (qp->sq_head - qp->sq_tail >= qp->sq_max)
+	if (qp->sq_head - __atomic_load_n(&qp->sq_tail, __ATOMIC_RELAXED) >=
+	    qp->sq_max)
 		return -ENOMEM;
 	ret = inl ? sqe_copy_inline(qp, e, wr, slot) : sqe_copy_sges(qp, e, wr);
 	if (ret)
@@ -107,13 +108,73 @@ static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
 	e->state = XIW_SQE_QUEUED;
 	e->fail_st = 0;
 	e->resv = false;
-	qp->sq_head++;
+	/* the framer reads the WQE once it sees the new head */
+	__atomic_store_n(&qp->sq_head, qp->sq_head + 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* tx_lock held: send the WRs just posted, or flush them in ERROR. */
+static void tx_after_post(struct xiw_qp *qp)
+{
+	enum ibv_qp_state s = atomic_load(&qp->state);
+
+	if (s == IBV_QPS_ERR)	/* verbs: complete them as flushed */
+		xiw_qp_sq_flush(qp);
+	else if (s == IBV_QPS_RTS && !qp->tx_wait_write)
+		xiw_tx_push(qp);
+}
+
+static void tx_kick_fn(void *arg)
+{
+	struct xiw_qp *qp = arg;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	atomic_store(&qp->tx_more, false);
+	tx_after_post(qp);
+	xiw_tx_unlock(qp);
+	xiw_qp_unref(qp);
+}
+
+void xiw_tx_unlock(struct xiw_qp *qp)
+{
+	bool owned = qp->dm_owned;	/* the datamover frames new WRs itself */
+
+	pthread_mutex_unlock(&qp->tx_lock);
+	if (owned || !atomic_load(&qp->tx_more) ||
+	    !atomic_exchange(&qp->tx_more, false))
+		return;
+	xiw_qp_ref(qp);
+	if (xiw_progress_run(tx_kick_fn, qp)) {
+		xiw_log(XIW_LOG_ERROR, "qp %u: out of memory: posted WRs wait "
+			"for the next post", qp->ibv.qp_num);
+		atomic_store(&qp->tx_more, true);
+		xiw_qp_unref(qp);
+	}
+}
+
+/*
+ * After WQEs were appended: send (or flush) them here if tx_lock is free,
+ * else leave them to its holder (tx_more, xiw_tx_unlock). In ERROR the
+ * poster waits for the lock: a flush is due now and nothing is sent.
+ */
+static void post_kick(struct xiw_qp *qp, enum ibv_qp_state state)
+{
+	atomic_store(&qp->tx_more, true);
+	if (state == IBV_QPS_ERR)
+		pthread_mutex_lock(&qp->tx_lock);
+	else if (pthread_mutex_trylock(&qp->tx_lock))
+		return;
+	atomic_store(&qp->tx_more, false);
+	tx_after_post(qp);
+	xiw_tx_unlock(qp);
 }
 
 /**
  * xiw_post_send() - post a chain of send WRs; frames and sends directly in
- * the caller's thread when the stream has send space. Never blocks.
+ * the caller's thread when the stream has send space and no other thread
+ * is sending for the QP (then that thread, the datamover or the progress
+ * thread sends them). Never blocks: it waits neither for the peer nor for
+ * another thread's sendmsg.
  * Supported: SEND (SOLICITED -> SEND_SE), SEND_WITH_INV, RDMA_WRITE,
  * RDMA_READ; INLINE copies the data now (<= max_inline_data). A signalled
  * WR starts only once a CQE slot of the send CQ is reserved for it (seed
@@ -121,30 +182,26 @@ static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
  * returns -ENOMEM; the CQ itself never overflows.
  * Return: 0, or -errno with *bad the first WR not posted: -ENOMEM SQ full,
  * -EINVAL bad opcode (WITH_IMM, atomics), num_sge, lkey, inline length, or
- * QP not in RTS or ERROR. In ERROR the WRs complete with
- * IBV_WC_WR_FLUSH_ERR, as verbs providers do: at once, or, with the send
- * CQ full, in posting order as polls free slots (until then they occupy
- * the SQ, so posting may return -ENOMEM).
+ * QP not in RTS or ERROR. In ERROR the WRs complete at once with
+ * IBV_WC_WR_FLUSH_ERR, as verbs providers do.
  */
 int xiw_post_send(struct xiw_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad)
 {
 	enum ibv_qp_state state;
-	int ret = 0;
+	int ret = 0, n = 0;
 
-	pthread_mutex_lock(&qp->tx_lock);
+	pthread_mutex_lock(&qp->sq_lock);
 	state = atomic_load(&qp->state);
-	for (; wr; wr = wr->next) {
+	for (; wr; wr = wr->next, n++) {
 		ret = state == IBV_QPS_RTS || state == IBV_QPS_ERR ?
 		      sqe_fill(qp, wr) : -EINVAL;
 		if (ret)
 			break;
 	}
-	if (state == IBV_QPS_ERR)	/* verbs: complete them as flushed */
-		xiw_qp_sq_flush(qp);
-	else if (!qp->tx_wait_write)
-		xiw_tx_push(qp);
-	pthread_mutex_unlock(&qp->tx_lock);
+	pthread_mutex_unlock(&qp->sq_lock);
+	if (n)
+		post_kick(qp, state);
 	if (ret && bad)
 		*bad = wr;
 	return ret;
@@ -376,7 +433,7 @@ static bool msg_next(struct xiw_qp *qp)
 		return false;
 	if (qp->irq_tail != qp->irq_head)
 		return msg_rresp(qp) || msg_next(qp);
-	if (qp->sq_tx != qp->sq_head)
+	if (qp->sq_tx != __atomic_load_n(&qp->sq_head, __ATOMIC_ACQUIRE))
 		return msg_sq(qp);
 	return false;
 }
@@ -805,7 +862,7 @@ void xiw_tx_writable(void *arg)
 	pthread_mutex_lock(&qp->tx_lock);
 	qp->tx_wait_write = false;
 	xiw_tx_push(qp);
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 }
 
 /**
@@ -828,6 +885,6 @@ int xiw_qp_send_rtr(struct xiw_qp *qp)
 		qp->rtr = qp->params.rtr;
 		xiw_tx_push(qp);
 	}
-	pthread_mutex_unlock(&qp->tx_lock);
+	xiw_tx_unlock(qp);
 	return ret;
 }

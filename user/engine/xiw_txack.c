@@ -245,7 +245,7 @@ static void txack_scan(void)
 			qp->ack_listed = false;
 		}
 		pthread_mutex_unlock(&txack.lock);
-		pthread_mutex_unlock(&qp->tx_lock);
+		xiw_tx_unlock(qp);
 		if (!left)	/* after its locks: destroy may free it now */
 			xiw_qp_unref(qp);
 	}
