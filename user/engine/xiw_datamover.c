@@ -4,8 +4,11 @@
  * whose posting thread could not finish: their stream lacked send space
  * ("paused") or they had more than a poster's direct budget ("active").
  *
- * Active QPs are served round-robin, XIW_DM_PIECE bytes per turn, so one
- * busy QP cannot starve the others. A paused QP's socket sits in the
+ * Active QPs are served round-robin, a page (XIW_DM_PIECE, 4 KB of
+ * payload) per turn, so one busy QP cannot starve the others; a QP with
+ * nobody waiting behind it gets XIW_DM_PIECE_ALONE (64 KB) per turn, as
+ * 4 KB sendmsg calls would cost a lone stream its bandwidth for no one's
+ * benefit. A paused QP's socket sits in the
  * datamover's own epoll set (EPOLLOUT, one-shot); the kernel reports it
  * writable once its free send space is back above its low-water mark
  * (for TCP: free >= queued / 2, sk_stream_wspace >= sk_stream_min_wspace),
@@ -251,15 +254,17 @@ void xiw_dm_forget(struct xiw_qp *qp)
 /* One turn for @qp (popped, state RUNNING). Return: drop its reference. */
 static bool dm_turn(struct xiw_qp *qp)
 {
-	bool cancel, drop = false, credit = false;
+	bool cancel, drop = false, credit = false, alone;
 	int r = XIW_TX_DONE;
 
 	pthread_mutex_lock(&qp->tx_lock);
 	pthread_mutex_lock(&dm.lock);
 	cancel = qp->dm_cancel;
+	alone = !dm.head;	/* popped: nobody else on the active list */
 	pthread_mutex_unlock(&dm.lock);
 	if (!cancel)
-		r = xiw_tx_send_some(qp, XIW_DM_PIECE);
+		r = xiw_tx_send_some(qp, alone ? XIW_DM_PIECE_ALONE :
+					     XIW_DM_PIECE);
 	pthread_mutex_lock(&dm.lock);
 	if (qp->dm_cancel || r == XIW_TX_DONE) {
 		if (!qp->dm_cancel)

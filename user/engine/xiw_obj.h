@@ -554,7 +554,8 @@ void xiw_tx_reset(struct xiw_qp *qp);
 void xiw_tx_writable(void *arg);
 
 #define XIW_TX_DIRECT (256u * 1024)	/* bytes a poster sends directly */
-#define XIW_DM_PIECE (64u * 1024)	/* bytes per datamover turn */
+#define XIW_DM_PIECE (4u * 1024)	/* bytes per turn while QPs share it */
+#define XIW_DM_PIECE_ALONE (64u * 1024)	/* ... per turn for a lone QP */
 enum { XIW_TX_DONE, XIW_TX_SHORT, XIW_TX_MORE, XIW_TX_CREDIT };
 int xiw_tx_send_some(struct xiw_qp *qp, size_t budget);
 
@@ -565,7 +566,8 @@ enum xiw_dm_state { XIW_DM_IDLE, XIW_DM_ACTIVE, XIW_DM_PAUSED,
 
 /**
  * xiw_dm_activate() - @qp has more to send than its direct budget: the
- * datamover serves it round-robin in XIW_DM_PIECE pieces. tx_lock held;
+ * datamover serves it round-robin in page-sized pieces (XIW_DM_PIECE;
+ * XIW_DM_PIECE_ALONE while no other QP waits for a turn). tx_lock held;
  * a doorbell (eventfd write) only if the datamover sleeps.
  */
 void xiw_dm_activate(struct xiw_qp *qp);
