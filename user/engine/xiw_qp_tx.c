@@ -637,6 +637,7 @@ static void tx_ack_sync(struct xiw_qp *qp)
 	ret = xiw_llp_ack_state(qp->llp, &una, &outq);
 	if (!ret) {
 		xiw_txc_sync(&qp->txc, una, outq);
+		xiw_txack_trace(qp);	/* before the write, see there */
 		return;
 	}
 	xiw_log(XIW_LOG_WARN, "qp %u: no TCP send state (%s): copy completions, no zero-copy",
