@@ -33,6 +33,14 @@
  * was every multi-segment WR: RTT_CB is not per ACK.)
  */
 #define ACK_BACKSTOP_MS 5
+/*
+ * Bound of the zero-copy drain on the way to ERROR (qp_zc_quiesce). After
+ * the abort only clones queued below TCP hold pages: on veth and loopback
+ * the notifications came within ~40 us; a NIC's TX completion or a pacing
+ * qdisc takes longer. The caller (an app thread in ibv_modify_qp or the
+ * progress thread) blocks that long at most.
+ */
+#define XIW_ZC_QUIESCE_MS 500
 /* Zero-copy pays for pinning and a notification per call only for large
  * pieces; below ~64 KB copying is as cheap (msg_zerocopy.rst: ~10 KB is
  * the break-even on a real NIC; FPDUs are at most 64 KB anyway). */
@@ -224,18 +232,44 @@ static bool qp_ack_poll(struct xiw_qp *qp, bool *fast, bool *took)
 	return xiw_txc_pending(&qp->txc) || qp->zc_wait;
 }
 
+/*
+ * The QP is about to fail its WRs while the kernel may still hold pages
+ * of zero-copy sends: no WC, FLUSH_ERR included, may hand those buffers
+ * back before a release notification covers them, or the application
+ * reuses a buffer the kernel still transmits from. Abort the stream and
+ * wait (bounded) for the notifications. tx_lock held.
+ */
+static void qp_zc_quiesce(struct xiw_qp *qp)
+{
+	if (!xiw_llp_zc_outstanding(qp->llp))
+		return;
+	if (xiw_llp_zc_quiesce(qp->llp, XIW_ZC_QUIESCE_MS))
+		xiw_log(XIW_LOG_WARN, "qp %u: the kernel still holds zero-copy pages %d ms after the abort; their WRs complete anyway (the buffers may still be read)",
+			qp->ibv.qp_num, XIW_ZC_QUIESCE_MS);
+	qp_zc_released(qp);	/* acknowledged and now released: done */
+	if (atomic_load(&qp->state) == IBV_QPS_RTS)
+		xiw_qp_sq_retire(qp);
+}
+
 /**
- * xiw_txack_settle() - before a flush: complete, successfully, every WR
- * the peer already acknowledged (and whose zero-copy pages are free), so
- * a close racing the ACK poll does not turn delivered WRs into flushes.
- * tx_lock held, QP still in RTS.
+ * xiw_txack_settle() - before a flush (the move to ERROR, from RTS):
+ * complete, successfully, every WR the peer already acknowledged (and
+ * whose zero-copy pages are free), so a close racing the ACK poll does
+ * not turn delivered WRs into flushes; then, if zero-copy pages are still
+ * held, abort the stream and wait up to XIW_ZC_QUIESCE_MS for their
+ * release, so the flush hands back no buffer the kernel may still send
+ * from. tx_lock held, QP still in RTS.
  */
 void xiw_txack_settle(struct xiw_qp *qp)
 {
 	uint32_t una, outq;
 
-	if (qp->llp && (xiw_txc_pending(&qp->txc) || qp->zc_wait))
+	if (!qp->llp)
+		return;
+	/* before the abort: it resets the acknowledged-bytes count */
+	if (xiw_txc_pending(&qp->txc) || qp->zc_wait)
 		qp_ack_take(qp, &una, &outq);
+	qp_zc_quiesce(qp);
 }
 
 /* ------------------------------------------------------------- scan --- */
