@@ -159,6 +159,9 @@ void xiw_txack_trace(struct xiw_qp *qp)
 	/* tracer still loading: poll meanwhile, register later */
 	qp->ack_tried = r != -EINPROGRESS;
 	qp->ack_traced = !r;
+	/* the send calls of WRs already handed over were not marked for the
+	 * ACK callback: poll until they are done */
+	qp->ack_late = !r && xiw_txc_pending(&qp->txc);
 	if (r == -ENOENT)
 		xiw_log(XIW_LOG_INFO, "qp %u: connected before the sockops tracer was attached (no ACK callbacks): polling",
 			qp->ibv.qp_num);
@@ -216,8 +219,12 @@ static bool qp_ack_poll(struct xiw_qp *qp, bool *fast, bool *took)
 	if (!qp->llp || (!xiw_txc_pending(&qp->txc) && !qp->zc_wait))
 		return false;
 	xiw_txack_trace(qp);
-	if (qp_ack_take(qp, &una, &outq) && qp->ack_traced)
+	if (qp_ack_take(qp, &una, &outq) && qp->ack_traced && !qp->ack_late)
 		*took = true;
+	if (!xiw_txc_pending(&qp->txc))
+		qp->ack_late = false;
+	if (qp->ack_late)
+		*fast = true;
 	for (int i = 0; i < 2 && xiw_txc_pending(&qp->txc); i++) {
 		if (!qp->ack_traced ||
 		    xiw_llp_ack_arm(qp->llp, xiw_txc_target(&qp->txc, una, outq))) {
