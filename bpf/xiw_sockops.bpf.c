@@ -3,10 +3,25 @@
  * xiw_sockops: turn peer TCP ACKs into send-completion events for the
  * sockets the xiwarp engine registered (seed 000, "ack" completion mode).
  *
- * Per ACK the work is one socket-storage lookup and one compare; the ring
- * buffer is written only when the engine's watermark is crossed (once per
- * arm) and when a registered socket closes, so the engine wakes per batch
- * of completions, not per ACK.
+ * The engine arms a watermark in the acknowledged-bytes space (see
+ * include/xiwarp/abi/sockops.h); the program compares it after snd_una
+ * moved, in two callbacks:
+ *   - BPF_SOCK_OPS_TSTAMP_ACK_CB (BPF TX timestamping, kernel 6.14+): the
+ *     last byte of a sendmsg() was acknowledged. Every sendmsg of a
+ *     registered socket is marked in BPF_SOCK_OPS_TSTAMP_SENDMSG_CB, so a
+ *     WR whose end is the end of a send call (a lone WR, the last of a
+ *     batch) is seen on exactly the ACK that covers it.
+ *   - BPF_SOCK_OPS_RTT_CB: despite its name called once per round trip
+ *     (tcp_rtt_estimator: when snd_una passes rtt_seq), not per ACK; it
+ *     catches WR ends inside a send call at least once per RTT.
+ * Measured on a 40 ms RTT link before the TX timestamp hook: a 4 KB WR
+ * (three segments, two ACKs) got an RTT_CB for the first ACK only, and
+ * the last segment's ACK brought no callback at all.
+ *
+ * Per ACK callback the work is one socket-storage lookup and one compare;
+ * the ring buffer is written only when the engine's watermark is crossed
+ * (once per arm) and when a registered socket closes, so the engine wakes
+ * per batch of completions, not per ACK.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -14,51 +29,99 @@
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
+#define SOL_SOCKET 1	/* <asm-generic/socket.h>, not in vmlinux.h */
+
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+extern int bpf_sock_ops_enable_tx_tstamp(struct bpf_sock_ops_kern *skops,
+					 __u64 flags) __ksym;
+
 /* getpid() of the loading process, set before load: the socket map is
  * shared by all xiwarp processes, the ring buffer is this process's. */
 const volatile __u32 owner_tgid = 0;
 
+/* "2": value layout version (include/xiwarp/abi/sockops.h), also in the
+ * pin name, so builds with the old layout keep their own map */
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
 	__type(value, struct xiw_sk_ack);
-} xiw_sk_ack SEC(".maps");
+} xiw_sk_ack2 SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
 } xiw_ack_events SEC(".maps");
 
-/* BPF_TCP_CLOSE from include/uapi/linux/bpf.h (an enum vmlinux.h has) */
-static __always_inline void emit(struct xiw_sk_ack *st, __u32 snd_una,
+static __always_inline void emit(struct xiw_sk_ack *st, __u64 bytes_acked,
 				 __u16 type, __u16 state)
 {
 	struct xiw_ack_event *ev;
 
 	ev = bpf_ringbuf_reserve(&xiw_ack_events, sizeof(*ev), 0);
 	if (!ev)
-		return;	/* ring full: the engine also polls TCP_INFO on timeout */
+		return;	/* ring full: the engine's backstop timer rescans */
 	ev->cookie = st->cookie;
-	ev->snd_una = snd_una;
+	ev->bytes_acked = bytes_acked;
 	ev->type = type;
 	ev->state = state;
+	ev->pad = 0;
 	bpf_ringbuf_submit(ev, 0);
 	__sync_fetch_and_add(&st->events, 1);
 }
 
-static __always_inline void on_ack(struct bpf_sock_ops *skops,
-				   struct xiw_sk_ack *st)
+/*
+ * tcp_sock.bytes_acked now, through a BTF pointer: the TX timestamping
+ * callbacks may not read tcp_sock fields through the bpf_sock_ops context
+ * (is_locked_tcp_sock is 0 there, such fields read as 0). The ACK one runs
+ * inside tcp_ack() under the socket lock, so the value is the one just
+ * updated.
+ */
+static __always_inline __u64 acked_now(struct bpf_sock *sk)
 {
-	__u32 una = skops->snd_una;
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
 
-	st->snd_una = una;
+	return tp ? tp->bytes_acked : 0;
+}
+
+/* snd_una moved: fire if the count is at or past the armed watermark */
+static __always_inline void on_ack(struct bpf_sock_ops *skops,
+				   struct bpf_sock *sk, struct xiw_sk_ack *st)
+{
+	__u64 acked = acked_now(sk);
+
+	st->bytes_acked = acked;
 	st->acks++;
-	/* (s32)(una - wm) >= 0: una is at or past wm, across 2^32 wrap */
-	if (st->armed && (__s32)(una - st->watermark) >= 0) {
+	if (skops->op == BPF_SOCK_OPS_RTT_CB)
+		st->snd_una = skops->snd_una;
+	/* (s32)(acked - wm) >= 0: at or past wm, across the 2^32 wrap */
+	if (st->armed && (__s32)((__u32)acked - st->watermark) >= 0) {
 		st->armed = 0;
-		emit(st, una, XIW_ACK_EV_WATERMARK, 0);
+		emit(st, acked, XIW_ACK_EV_WATERMARK, 0);
 	}
+}
+
+/*
+ * A connection of the cgroup is established. The engine registers a
+ * socket only once it is connected, so every connection gets the
+ * callbacks (unregistered ones stop at the storage lookup) and an empty
+ * storage entry: the entry tells the engine that the socket has them. A
+ * socket established before the program was attached has no entry and
+ * never gets a callback; the engine polls for those.
+ */
+static __always_inline void on_established(struct bpf_sock_ops *skops)
+{
+	struct bpf_sock *sk = skops->sk;
+	int tx_ts = SK_BPF_CB_TX_TIMESTAMPING;
+
+	bpf_sock_ops_cb_flags_set(skops, BPF_SOCK_OPS_RTT_CB_FLAG |
+					 BPF_SOCK_OPS_STATE_CB_FLAG);
+	/* best effort: without it only RTT_CB runs (the backstop covers) */
+	bpf_setsockopt(skops, SOL_SOCKET, SK_BPF_CB_FLAGS, &tx_ts,
+		       sizeof(tx_ts));
+	if (sk)
+		bpf_sk_storage_get(&xiw_sk_ack2, sk, 0,
+				   BPF_SK_STORAGE_GET_F_CREATE);
 }
 
 SEC("sockops")
@@ -70,27 +133,35 @@ int xiw_sockops(struct bpf_sock_ops *skops)
 	switch (skops->op) {
 	case BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB:
 	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
-		/* The engine registers a socket only after it is connected,
-		 * so ask for ACK and state callbacks on every connection of
-		 * the cgroup; unregistered ones stop at the lookup below. */
-		bpf_sock_ops_cb_flags_set(skops, BPF_SOCK_OPS_RTT_CB_FLAG |
-						 BPF_SOCK_OPS_STATE_CB_FLAG);
+		on_established(skops);
 		return 1;
+	case BPF_SOCK_OPS_TSTAMP_SENDMSG_CB:
+	case BPF_SOCK_OPS_TSTAMP_ACK_CB:
 	case BPF_SOCK_OPS_RTT_CB:
 	case BPF_SOCK_OPS_STATE_CB:
 		break;
-	default:
+	default:	/* TSTAMP_SCHED/SND_SW/SND_HW of marked skbs, ... */
 		return 1;
 	}
 	sk = skops->sk;
 	if (!sk)
 		return 1;
-	st = bpf_sk_storage_get(&xiw_sk_ack, sk, 0, 0);
+	st = bpf_sk_storage_get(&xiw_sk_ack2, sk, 0, 0);
 	if (!st || st->owner != owner_tgid)
 		return 1;
-	if (skops->op == BPF_SOCK_OPS_RTT_CB)
-		on_ack(skops, st);
-	else if (skops->args[1] == BPF_TCP_CLOSE)
-		emit(st, skops->snd_una, XIW_ACK_EV_CLOSE, BPF_TCP_CLOSE);
+	switch (skops->op) {
+	case BPF_SOCK_OPS_TSTAMP_SENDMSG_CB:
+		/* mark this send call's last byte: TSTAMP_ACK_CB when the
+		 * peer acknowledged it */
+		bpf_sock_ops_enable_tx_tstamp(bpf_cast_to_kern_ctx(skops), 0);
+		break;
+	case BPF_SOCK_OPS_STATE_CB:
+		if (skops->args[1] == BPF_TCP_CLOSE)
+			emit(st, skops->bytes_acked, XIW_ACK_EV_CLOSE,
+			     BPF_TCP_CLOSE);
+		break;
+	default:
+		on_ack(skops, sk, st);
+	}
 	return 1;
 }

@@ -3,14 +3,29 @@
 # tx_completion.sh — send-completion modes (XIW_TX_COMPLETION=copy|ack,
 # seed 000) between two network namespaces, with tests/netns/xiw_txmode.
 #
-#  lat-*   a delay (netem) on both veth ends by DELAY ms (RTT = 2*DELAY): a
-#          signalled 4 KB WRITE completes after >= one RTT in ack mode
-#          (both seed 000 methods), well before it in copy mode; the
-#          server checks the bytes.
+#  lat-*   a delay on both veth ends by DELAY ms (RTT = 2*DELAY), Reno
+#          congestion control in both namespaces: a signalled 4 KB WRITE
+#          (three segments, acknowledged by two ACKs) completes after
+#          >= one RTT in ack mode (both seed 000 methods) but less than
+#          RTT + 2.5 ms later (median of 5), every completion came from a
+#          sockops event (the client's debug log shows no completion by
+#          the 5 ms backstop timer, which would make it RTT + 5), and no
+#          sample, the first after connection setup included, reaches
+#          1.5 RTT (the peer's delayed ACK would make it 2 RTT); well
+#          before the RTT in copy mode; the server checks the bytes. Reno
+#          because BBR, the default here, paces the WR's last segment a
+#          few ms behind its first on this link: the completion cannot
+#          precede the ACK of a byte not yet sent.
+#  lat-cc  the same ack-mode WRITEs with the namespaces' default
+#          congestion control (BBR here): every sample < 1.5 RTT, none
+#          completed by the backstop timer (the paced segments are
+#          acknowledged one by one: an ACK per segment).
 #  lat-zc  one 8 KB WRITE in copy mode goes zero-copy (XIW_ZCOPY_MIN=8192)
 #          and still completes only after the ACK (>= RTT); with
 #          XIW_ZCOPY_MIN=0 well before; the kernel reports the veth copy
 #          (SO_EE_CODE_ZEROCOPY_COPIED) and the socket falls back.
+#  lat-veth plain veth (no delay): ack mode adds less than 1 ms to copy
+#          mode (medians; the link's RTT is tens of microseconds).
 #  stop-*  the server stops itself (SIGSTOP) right after accepting; the
 #          client posts 64 KB WRITEs, one per ms, until its SQ is full.
 #          When WCs stall: in ack mode no WR may be complete whose bytes
@@ -71,7 +86,9 @@ showlogs() { for f in "$@"; do echo "--- $f"; tail -n 20 "$f"; done; }
 delay_on() { xiw_delay_on "$DELAY" "$ROOT/$BUILD/tests/netns/xiw_delayfwd"; }
 delay_off() { xiw_delay_off; }
 
-# run_lat NAME ENV...: one server + one lat client; LAT = the median (us)
+# run_lat NAME ENV...: one server + one lat client; LAT = the median (us),
+# LATMAX = the largest sample (us), BACKSTOP = completions the ack-mode
+# backstop timer made (needs XIW_LOG=debug)
 run_lat() {
 	local name=$1 srv cli spid rc lat
 	shift
@@ -88,6 +105,8 @@ run_lat() {
 	xiw_wait_pid "$spid" 20 || rc=1
 	lat=$(sed -n 's/^lat_us=//p' "$cli")
 	LAT=$lat
+	LATMAX=$(sed -n 's/^write [0-9]* B: \([0-9]*\) us$/\1/p' "$cli" | sort -n | tail -n 1)
+	BACKSTOP=$(grep -c "backstop completed" "$cli")
 	if [ $rc -ne 0 ] || [ -z "$lat" ] || ! grep -q "data ok" "$srv"; then
 		failc "$name: client/server failed"
 		showlogs "$srv" "$cli"
@@ -96,20 +115,56 @@ run_lat() {
 	cat "$cli"
 }
 
+# set_cc ALGO: TCP congestion control of new sockets in both namespaces
+set_cc() {
+	xiw_in A sysctl -qw net.ipv4.tcp_congestion_control="$1" &&
+		xiw_in B sysctl -qw net.ipv4.tcp_congestion_control="$1"
+}
+
+# lat_ack_check NAME MEDIAN MAX BACKSTOP RTT_US: the ack-mode bounds of lat-*
+lat_ack_check() {
+	local name=$1 med=$2 max=$3 bs=$4 rtt_us=$5
+	if [ "$med" -ge "$rtt_us" ] && [ "$med" -lt $((rtt_us + 2500)) ]; then
+		pass "$name: median ${med} us >= RTT ${rtt_us} us and < RTT + 2.5 ms"
+	else
+		failc "$name: median ${med} us, want >= RTT ${rtt_us} us and < RTT + 2.5 ms"
+	fi
+	if [ "$max" -lt $((rtt_us * 3 / 2)) ]; then
+		pass "$name: slowest of 5 ${max} us < 1.5 RTT (no delayed ACK)"
+	else
+		failc "$name: slowest of 5 ${max} us >= 1.5 RTT $((rtt_us * 3 / 2)) us"
+	fi
+	if [ "$bs" -eq 0 ]; then
+		pass "$name: every completion came from a sockops ACK event"
+	else
+		failc "$name: $bs backstop-timer completions (ACKs the sockops program missed)"
+	fi
+}
+
 lat_cases() {
-	local rtt_us=$((2 * DELAY * 1000)) c a1 a2 z nz zlog
+	local rtt_us=$((2 * DELAY * 1000)) c a1 a2 a1m a2m a1b a2b ccm ccb z nz zlog cc0 vc va
 	if ! delay_on; then
 		failc "lat: cannot delay the link (neither tc netem nor xiw_delayfwd)"
 		delay_off
 		return
 	fi
 	echo "link delayed ${DELAY} ms each way with $XIW_DELAY_HOW"
+	cc0=$(xiw_in A sysctl -n net.ipv4.tcp_congestion_control)
+	run_lat lat-cc XIW_TX_COMPLETION=ack XIW_LOG=debug || { delay_off; return; }
+	ccm=$LATMAX ccb=$BACKSTOP
+	if ! set_cc reno; then
+		failc "lat: cannot select Reno in the namespaces"
+		delay_off
+		return
+	fi
 	run_lat lat-copy XIW_TX_COMPLETION=copy || { delay_off; return; }
 	c=$LAT
-	run_lat lat-ack2 XIW_TX_COMPLETION=ack XIW_ACK_METHOD=2 || { delay_off; return; }
-	a2=$LAT
-	run_lat lat-ack1 XIW_TX_COMPLETION=ack XIW_ACK_METHOD=1 || { delay_off; return; }
-	a1=$LAT
+	run_lat lat-ack2 XIW_TX_COMPLETION=ack XIW_ACK_METHOD=2 XIW_LOG=debug ||
+		{ delay_off; return; }
+	a2=$LAT a2m=$LATMAX a2b=$BACKSTOP
+	run_lat lat-ack1 XIW_TX_COMPLETION=ack XIW_ACK_METHOD=1 XIW_LOG=debug ||
+		{ delay_off; return; }
+	a1=$LAT a1m=$LATMAX a1b=$BACKSTOP
 	# one 8 KB WRITE (fits the initial cwnd and send buffer, so copying
 	# it takes no round trip) that goes zero-copy, in copy mode
 	LAT_ARGS="-l 8192 -k 1"
@@ -120,6 +175,7 @@ lat_cases() {
 	run_lat lat-nozc XIW_TX_COMPLETION=copy XIW_ZCOPY_MIN=0 || { delay_off; return; }
 	nz=$LAT
 	LAT_ARGS=""
+	set_cc "$cc0"
 	delay_off
 	echo "8 KB WRITE in copy mode: zero-copy ${z} us, XIW_ZCOPY_MIN=0 ${nz} us"
 	if [ "$z" -ge "$rtt_us" ] && [ "$z" -lt $((3 * rtt_us)) ] &&
@@ -133,16 +189,26 @@ lat_cases() {
 	else
 		failc "lat-zc: no zero-copy fallback logged"; showlogs "$zlog"
 	fi
-	echo "4 KB WRITE completion, RTT ${rtt_us} us: copy ${c} us, ack method 2 ${a2} us, method 1 ${a1} us"
+	echo "4 KB WRITE completion, RTT ${rtt_us} us, Reno: copy ${c} us, ack method 2 ${a2} us (slowest ${a2m}), method 1 ${a1} us (slowest ${a1m}); ack with $cc0: slowest ${ccm} us"
 	if [ "$c" -lt $((rtt_us / 4)) ]; then pass "lat-copy: ${c} us < RTT/4"
 	else failc "lat-copy: ${c} us, not well below the RTT ${rtt_us} us"; fi
-	for v in "ack2:$a2" "ack1:$a1"; do
-		if [ "${v#*:}" -ge "$rtt_us" ] && [ "${v#*:}" -lt $((rtt_us * 3)) ]; then
-			pass "lat-${v%%:*}: ${v#*:} us >= RTT ${rtt_us} us (and < 3 RTT)"
-		else
-			failc "lat-${v%%:*}: ${v#*:} us, want >= RTT ${rtt_us} us and < 3 RTT"
-		fi
-	done
+	lat_ack_check lat-ack2 "$a2" "$a2m" "$a2b" "$rtt_us"
+	lat_ack_check lat-ack1 "$a1" "$a1m" "$a1b" "$rtt_us"
+	if [ "$ccm" -lt $((rtt_us * 3 / 2)) ] && [ "$ccb" -eq 0 ]; then
+		pass "lat-cc: with $cc0 the slowest ack-mode WRITE ${ccm} us < 1.5 RTT, no backstop completion"
+	else
+		failc "lat-cc: with $cc0 the slowest ack-mode WRITE ${ccm} us (want < 1.5 RTT), $ccb backstop completions (want 0)"
+	fi
+	# plain veth: the RTT is tens of microseconds
+	run_lat lat-veth-copy XIW_TX_COMPLETION=copy || return
+	vc=$LAT
+	run_lat lat-veth-ack XIW_TX_COMPLETION=ack || return
+	va=$LAT
+	if [ "$va" -lt $((vc + 1000)) ]; then
+		pass "lat-veth: plain veth, ack ${va} us vs copy ${vc} us: < 1 ms more"
+	else
+		failc "lat-veth: plain veth, ack ${va} us vs copy ${vc} us: >= 1 ms more"
+	fi
 }
 
 # queue sizes of the connection on PORT: "sendq" on B's side, "recvq" on A's

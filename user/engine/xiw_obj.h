@@ -441,6 +441,7 @@ struct xiw_qp {
 	/* ack completions (seed 000, xiw_txack.c) */
 	bool ack_mode;			/* XIW_TX_COMPLETION=ack */
 	bool ack_tried, ack_traced;	/* sockops registration tried / on */
+	bool ack_late;			/* traced after WRs were sent: poll them */
 	bool ack_listed;		/* on the watch list (holds a ref) */
 	struct xiw_qp *ack_next;	/* watch list link (txack lock) */
 	struct xiw_txc txc;		/* WRs handed over, waiting for ACK */
@@ -605,6 +606,7 @@ struct xiw_txcfg {
 
 const struct xiw_txcfg *xiw_tx_config(void);
 void xiw_txack_watch(struct xiw_qp *qp);
+void xiw_txack_trace(struct xiw_qp *qp);
 void xiw_txack_settle(struct xiw_qp *qp);
 void xiw_txack_preload(void);
 void xiw_txack_forget(struct xiw_qp *qp);

@@ -675,7 +675,7 @@ void xiw_tx_reset(struct xiw_qp *qp)
 	qp->tx_wait_write = false;
 	xiw_dm_forget(qp);	/* before the stream's fd may be closed */
 	xiw_txc_reset(&qp->txc);
-	qp->ack_tried = qp->ack_traced = false;
+	qp->ack_tried = qp->ack_traced = qp->ack_late = false;
 	qp->zc_off = qp->zc_any = false;
 	qp->zc_wait = 0;
 	qp->tx_failed = false;
@@ -697,6 +697,7 @@ static void tx_ack_sync(struct xiw_qp *qp)
 	ret = xiw_llp_ack_state(qp->llp, &una, &outq);
 	if (!ret) {
 		xiw_txc_sync(&qp->txc, una, outq);
+		xiw_txack_trace(qp);	/* before the write, see there */
 		return;
 	}
 	xiw_log(XIW_LOG_WARN, "qp %u: no TCP send state (%s): copy completions, no zero-copy",

@@ -139,8 +139,11 @@ static int ring_cb(void *ctx, void *data, size_t len)
 /*
  * The socket map is pinned once at XIW_BPF_PIN_SK_ACK and shared by every
  * xiwarp process (entries carry their owner), so nothing needs unpinning
- * when a process dies, however it dies. Without bpffs (e.g. under `ip
- * netns exec`, which remounts /sys) the map stays private and unpinned.
+ * when a process dies, however it dies. The pin name carries the value
+ * layout version: builds with another layout pin their own map beside it
+ * (libbpf refuses to reuse a pin whose value size differs). Without bpffs
+ * (e.g. under `ip netns exec`, which remounts /sys) the map stays private
+ * and unpinned.
  */
 static void want_pin(void)
 {
@@ -150,7 +153,7 @@ static void want_pin(void)
 		return;
 	if (mkdir(XIW_BPF_PIN_DIR, 0700) && errno != EEXIST)
 		return;
-	bpf_map__set_pin_path(so.skel->maps.xiw_sk_ack, XIW_BPF_PIN_SK_ACK);
+	bpf_map__set_pin_path(so.skel->maps.xiw_sk_ack2, XIW_BPF_PIN_SK_ACK);
 }
 
 static int open_and_load(void)
@@ -168,10 +171,10 @@ static int open_and_load(void)
 		if (!ret)
 			return 0;
 		/* another process pinned it between our check and our pin,
-		 * or an incompatible old map is pinned: retry unpinned */
-		xiw_log(XIW_LOG_INFO, "sockops: shared map %s unusable (%s)%s",
-			XIW_BPF_PIN_SK_ACK, strerror(-ret),
-			tries ? "" : "; using a private map");
+		 * or an incompatible map is pinned: retry unpinned */
+		xiw_log(XIW_LOG_INFO, "sockops: load with %s map failed (%s)%s",
+			tries ? "a private" : "the shared " XIW_BPF_PIN_SK_ACK,
+			strerror(-ret), tries ? "" : "; trying a private map");
 		xiw_sockops__destroy(so.skel);
 		so.skel = NULL;
 	}
@@ -251,25 +254,47 @@ int xiw_sockops_ring_fd(void)
 
 static int sk_map_fd(void)
 {
-	return so.skel ? bpf_map__fd(so.skel->maps.xiw_sk_ack) : -ENOENT;
+	return so.skel ? bpf_map__fd(so.skel->maps.xiw_sk_ack2) : -ENOENT;
 }
 
+/*
+ * The program created the entry (owner 0) when the connection was
+ * established and asked for its callbacks then; registering claims it.
+ * No entry: established before any xiwarp program was attached to the
+ * cgroup, so the socket never gets a callback (-ENOENT: poll instead).
+ */
 int xiw_sockops_register(int sockfd, uint64_t cookie)
 {
-	struct xiw_sk_ack st = { .cookie = cookie, .owner = (__u32)getpid() };
+	__u32 self = (__u32)getpid();
+	struct xiw_sk_ack st;
 	int map = sk_map_fd();
 
 	if (map < 0)
 		return map;
-	return bpf_map_update_elem(map, &sockfd, &st, BPF_NOEXIST) ? -errno : 0;
+	if (bpf_map_lookup_elem(map, &sockfd, &st))
+		return -errno;
+	if (st.owner == self && st.cookie == cookie)
+		return 0;
+	if (st.owner && st.owner != self)
+		return -EBUSY;	/* an inherited fd another process traces */
+	st.cookie = cookie;
+	st.owner = self;
+	st.armed = 0;
+	return bpf_map_update_elem(map, &sockfd, &st, BPF_EXIST) ? -errno : 0;
 }
 
 void xiw_sockops_unregister(int sockfd)
 {
+	struct xiw_sk_ack st;
 	int map = sk_map_fd();
 
-	if (map >= 0)
-		bpf_map_delete_elem(map, &sockfd);
+	/* keep the entry (it says the socket has callbacks), drop the claim */
+	if (map < 0 || bpf_map_lookup_elem(map, &sockfd, &st) ||
+	    st.owner != (__u32)getpid())
+		return;
+	st.owner = 0;
+	st.armed = 0;
+	bpf_map_update_elem(map, &sockfd, &st, BPF_EXIST);
 }
 
 int xiw_sockops_state(int sockfd, struct xiw_sk_ack *out)
@@ -288,9 +313,11 @@ int xiw_sockops_arm(int sockfd, uint32_t watermark)
 
 	if (ret)
 		return ret;
+	if (st.owner != (__u32)getpid())
+		return -ENOENT;	/* not registered by us */
 	/* Whole-value update: an ACK landing between lookup and update only
-	 * loses its snd_una/acks bookkeeping, never an event: the caller
-	 * re-checks snd_una after arming. */
+	 * loses its bytes_acked/acks bookkeeping, never an event: the caller
+	 * re-checks the send state after arming. */
 	st.watermark = watermark;
 	st.armed = 1;
 	return bpf_map_update_elem(sk_map_fd(), &sockfd, &st, BPF_EXIST) ? -errno : 0;

@@ -12,9 +12,10 @@
  * CAP_SYS_ADMIN (root); without them xiw_sockops_load() fails and the
  * engine polls TCP_INFO instead.
  * The per-socket map is shared by all xiwarp processes and pinned (with
- * BTF) at XIW_BPF_PIN_SK_ACK (/sys/fs/bpf/xiwarp/xiw_sk_ack): `bpftool map
- * dump pinned /sys/fs/bpf/xiwarp/xiw_sk_ack` shows every traced socket with
- * field names. Each process has its own program instance and ring buffer;
+ * BTF) at XIW_BPF_PIN_SK_ACK (/sys/fs/bpf/xiwarp/xiw_sk_ack2; "2" is the
+ * value layout version): `bpftool map dump pinned
+ * /sys/fs/bpf/xiwarp/xiw_sk_ack2` shows every traced socket with field
+ * names. Each process has its own program instance and ring buffer;
  * an entry's @owner says which instance handles it.
  */
 #ifndef XIW_SOCKOPS_H
@@ -48,16 +49,21 @@ int xiw_sockops_ring_fd(void);
 /**
  * xiw_sockops_register() - start tracing connected TCP socket @sockfd.
  * @cookie: returned in every event of this socket.
- * Return: 0 or -errno.
+ * Return: 0 (also when already registered by this process); -ENOENT: the
+ * connection was established before any xiwarp program was attached to
+ * the cgroup, so it gets no callbacks (poll it); -EBUSY: another process
+ * traces it; other -errno.
  */
 int xiw_sockops_register(int sockfd, uint64_t cookie);
-/** xiw_sockops_unregister() - stop tracing @sockfd (before close()). */
+/** xiw_sockops_unregister() - stop tracing @sockfd (no more events; it
+ *  may be registered again). */
 void xiw_sockops_unregister(int sockfd);
 
 /**
- * xiw_sockops_arm() - ask for one event when snd_una reaches @watermark
- * (a TCP sequence number, compared modulo 2^32). The caller re-checks
- * snd_una itself after arming, since an ACK may have raced the arm.
+ * xiw_sockops_arm() - ask for one event when the socket's acknowledged-
+ * bytes count (tcpi_bytes_acked) reaches @watermark, compared modulo
+ * 2^32. The caller re-checks the send state itself after arming, since an
+ * ACK may have raced the arm.
  * Return: 0 or -errno (-ENOENT: socket not registered).
  */
 int xiw_sockops_arm(int sockfd, uint32_t watermark);

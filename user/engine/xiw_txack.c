@@ -8,9 +8,9 @@
  * one consistent reading of the send state (xiw_llp_ack_state), the due
  * WRs become DONE and retire in order. It is woken by
  *   - the sockops ring buffer (privileged: a watermark event per QP when
- *     snd_una reaches the oldest pending WR's end), with a slow backstop
- *     timer for ACKs the program cannot see (no RTT sample);
- *   - otherwise a short timer (XIW_ACK_POLL_MS) while WRs are pending.
+ *     the acknowledged-bytes count reaches the oldest pending WR's end),
+ *     with a slow backstop timer for ACKs the program does not see;
+ *   - otherwise a short timer (ACK_POLL_MS) while WRs are pending.
  *
  * Locks: txack.lock protects the list and the flags; taken under a QP's
  * tx_lock (watch) and never the other way round. A listed QP holds a
@@ -25,11 +25,22 @@
 
 #define ACK_POLL_MS 1		/* polling TCP_INFO: ~ACK latency we add */
 /*
- * With sockops events: the net for events we do not get. Seen on a 20 ms
- * delay line: a WR's last, partly-ACKed segment's ACK brought no event
- * after the re-arm (cause not found yet); 20 ms here made that +20 ms.
+ * With sockops events: the net for ACKs the program does not see. It runs
+ * on the ACK of a send call's last byte (TX timestamping) and once per
+ * round trip (RTT_CB); a WR that ends inside a send call and is covered
+ * by a later ACK of the same round trip is seen only when the rest of
+ * that call is acknowledged, or here. (Before the timestamping hook this
+ * was every multi-segment WR: RTT_CB is not per ACK.)
  */
 #define ACK_BACKSTOP_MS 5
+/*
+ * Bound of the zero-copy drain on the way to ERROR (qp_zc_quiesce). After
+ * the abort only clones queued below TCP hold pages: on veth and loopback
+ * the notifications came within ~40 us; a NIC's TX completion or a pacing
+ * qdisc takes longer. The caller (an app thread in ibv_modify_qp or the
+ * progress thread) blocks that long at most.
+ */
+#define XIW_ZC_QUIESCE_MS 500
 /* Zero-copy pays for pinning and a notification per call only for large
  * pieces; below ~64 KB copying is as cheap (msg_zerocopy.rst: ~10 KB is
  * the break-even on a real NIC; FPDUs are at most 64 KB anyway). */
@@ -43,6 +54,8 @@ static struct {
 	struct xiw_ptimer timer;
 	struct xiw_pfd ring;
 	bool ring_tried;
+	bool timer_slow;		/* the timer is the backstop */
+	unsigned long backstop_hits;	/* backstop scans that completed WRs */
 } txack = { .lock = PTHREAD_MUTEX_INITIALIZER, .ring = { .fd = -1 } };
 
 /* ------------------------------------------------------------ config --- */
@@ -128,6 +141,32 @@ void xiw_txack_preload(void)
 
 /* ------------------------------------------------------ one QP check --- */
 
+/**
+ * xiw_txack_trace() - register @qp's stream with the sockops tracer, once
+ * (ack mode; zero-copy alone in copy mode polls: no BPF for the default
+ * mode). Called before the stream's first write, so that write's send
+ * call is already marked for the ACK callback (bpf/xiw_sockops.bpf.c),
+ * and again from the scan while the tracer was still loading. Never
+ * waits for the loader. tx_lock held, any thread.
+ */
+void xiw_txack_trace(struct xiw_qp *qp)
+{
+	int r;
+
+	if (qp->ack_tried || !qp->ack_mode || !qp->llp)
+		return;
+	r = xiw_llp_ack_trace(qp->llp, qp->ibv.qp_num);
+	/* tracer still loading: poll meanwhile, register later */
+	qp->ack_tried = r != -EINPROGRESS;
+	qp->ack_traced = !r;
+	/* the send calls of WRs already handed over were not marked for the
+	 * ACK callback: poll until they are done */
+	qp->ack_late = !r && xiw_txc_pending(&qp->txc);
+	if (r == -ENOENT)
+		xiw_log(XIW_LOG_INFO, "qp %u: connected before the sockops tracer was attached (no ACK callbacks): polling",
+			qp->ibv.qp_num);
+}
+
 /*
  * Acknowledged zero-copy WRs become DONE once the kernel released their
  * pages (the app may reuse the buffer only then). tx_lock held.
@@ -170,23 +209,22 @@ static bool qp_ack_take(struct xiw_qp *qp, uint32_t *una, uint32_t *outq)
 /*
  * Check @qp, arm its sockops watermark if WRs are still pending (then
  * check again: the ACK may have come before the arm). tx_lock held.
- * Return: true if WRs still wait; *fast: the QP needs the poll timer.
+ * Return: true if WRs still wait; *fast: the QP needs the poll timer;
+ * *took: a traced QP had acknowledged WRs waiting (for the backstop count).
  */
-static bool qp_ack_poll(struct xiw_qp *qp, bool *fast)
+static bool qp_ack_poll(struct xiw_qp *qp, bool *fast, bool *took)
 {
 	uint32_t una, outq;
 
 	if (!qp->llp || (!xiw_txc_pending(&qp->txc) && !qp->zc_wait))
 		return false;
-	/* zero-copy alone (copy mode) polls: no BPF for the default mode */
-	if (!qp->ack_tried && qp->ack_mode) {
-		int r = xiw_llp_ack_trace(qp->llp, qp->ibv.qp_num);
-
-		/* tracer still loading: poll meanwhile, register later */
-		qp->ack_tried = r != -EINPROGRESS;
-		qp->ack_traced = !r;
-	}
-	qp_ack_take(qp, &una, &outq);
+	xiw_txack_trace(qp);
+	if (qp_ack_take(qp, &una, &outq) && qp->ack_traced && !qp->ack_late)
+		*took = true;
+	if (!xiw_txc_pending(&qp->txc))
+		qp->ack_late = false;
+	if (qp->ack_late)
+		*fast = true;
 	for (int i = 0; i < 2 && xiw_txc_pending(&qp->txc); i++) {
 		if (!qp->ack_traced ||
 		    xiw_llp_ack_arm(qp->llp, xiw_txc_target(&qp->txc, una, outq))) {
@@ -201,18 +239,44 @@ static bool qp_ack_poll(struct xiw_qp *qp, bool *fast)
 	return xiw_txc_pending(&qp->txc) || qp->zc_wait;
 }
 
+/*
+ * The QP is about to fail its WRs while the kernel may still hold pages
+ * of zero-copy sends: no WC, FLUSH_ERR included, may hand those buffers
+ * back before a release notification covers them, or the application
+ * reuses a buffer the kernel still transmits from. Abort the stream and
+ * wait (bounded) for the notifications. tx_lock held.
+ */
+static void qp_zc_quiesce(struct xiw_qp *qp)
+{
+	if (!xiw_llp_zc_outstanding(qp->llp))
+		return;
+	if (xiw_llp_zc_quiesce(qp->llp, XIW_ZC_QUIESCE_MS))
+		xiw_log(XIW_LOG_WARN, "qp %u: the kernel still holds zero-copy pages %d ms after the abort; their WRs complete anyway (the buffers may still be read)",
+			qp->ibv.qp_num, XIW_ZC_QUIESCE_MS);
+	qp_zc_released(qp);	/* acknowledged and now released: done */
+	if (atomic_load(&qp->state) == IBV_QPS_RTS)
+		xiw_qp_sq_retire(qp);
+}
+
 /**
- * xiw_txack_settle() - before a flush: complete, successfully, every WR
- * the peer already acknowledged (and whose zero-copy pages are free), so
- * a close racing the ACK poll does not turn delivered WRs into flushes.
- * tx_lock held, QP still in RTS.
+ * xiw_txack_settle() - before a flush (the move to ERROR, from RTS):
+ * complete, successfully, every WR the peer already acknowledged (and
+ * whose zero-copy pages are free), so a close racing the ACK poll does
+ * not turn delivered WRs into flushes; then, if zero-copy pages are still
+ * held, abort the stream and wait up to XIW_ZC_QUIESCE_MS for their
+ * release, so the flush hands back no buffer the kernel may still send
+ * from. tx_lock held, QP still in RTS.
  */
 void xiw_txack_settle(struct xiw_qp *qp)
 {
 	uint32_t una, outq;
 
-	if (qp->llp && (xiw_txc_pending(&qp->txc) || qp->zc_wait))
+	if (!qp->llp)
+		return;
+	/* before the abort: it resets the acknowledged-bytes count */
+	if (xiw_txc_pending(&qp->txc) || qp->zc_wait)
 		qp_ack_take(qp, &una, &outq);
+	qp_zc_quiesce(qp);
 }
 
 /* ------------------------------------------------------------- scan --- */
@@ -222,10 +286,10 @@ static void txack_timer_fn(void *arg);
 /* Progress thread: check every watched QP; keep those still waiting. */
 static void txack_ring_setup(void);
 
-static void txack_scan(void)
+static void txack_scan(bool backstop)
 {
 	struct xiw_qp *qp, *next;
-	bool fast = false, left;
+	bool fast = false, took = false, left;
 
 	txack_ring_setup();	/* once the tracer has loaded */
 	pthread_mutex_lock(&txack.lock);
@@ -235,7 +299,7 @@ static void txack_scan(void)
 	for (; qp; qp = next) {
 		next = qp->ack_next;	/* still listed: nobody else writes it */
 		pthread_mutex_lock(&qp->tx_lock);
-		left = qp_ack_poll(qp, &fast);
+		left = qp_ack_poll(qp, &fast, &took);
 		/* decided under tx_lock: a post after this sees the flag */
 		pthread_mutex_lock(&txack.lock);
 		if (left) {
@@ -249,9 +313,13 @@ static void txack_scan(void)
 		if (!left)	/* after its locks: destroy may free it now */
 			xiw_qp_unref(qp);
 	}
+	if (backstop && took)	/* an ACK the sockops program did not see */
+		xiw_log(XIW_LOG_DEBUG, "txack: the %d ms backstop completed WRs (%lu times so far)",
+			ACK_BACKSTOP_MS, ++txack.backstop_hits);
 	pthread_mutex_lock(&txack.lock);
 	left = txack.list != NULL;
 	pthread_mutex_unlock(&txack.lock);
+	txack.timer_slow = left && !fast;
 	if (left)
 		xiw_progress_timer_arm(&txack.timer,
 				       fast ? ACK_POLL_MS : ACK_BACKSTOP_MS,
@@ -263,7 +331,7 @@ static void txack_scan(void)
 static void txack_timer_fn(void *arg)
 {
 	(void)arg;
-	txack_scan();
+	txack_scan(txack.timer_slow);
 }
 
 static void ring_event(void *ctx, const struct xiw_ack_event *ev)
@@ -277,7 +345,7 @@ static void txack_ring_cb(void *arg, uint32_t events)
 	(void)arg;
 	(void)events;
 	xiw_sockops_consume(ring_event, NULL);
-	txack_scan();
+	txack_scan(false);
 }
 
 /* Progress thread: watch the sockops ring fd once it exists. */
@@ -307,7 +375,7 @@ static void txack_kick(void *arg)
 	txack.kick_queued = false;
 	pthread_mutex_unlock(&txack.lock);
 	txack_ring_setup();
-	txack_scan();
+	txack_scan(false);
 }
 
 /**

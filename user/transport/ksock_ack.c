@@ -96,7 +96,8 @@ int xiw_llp_ack_state(struct xiw_llp *l, uint32_t *una, uint32_t *outq)
  * (needs the tracer loaded: root, cgroup v2). Never waits for a load in
  * progress. @cookie: returned in its events.
  * Return: 0; -EINPROGRESS while the tracer is still loading (poll, try
- * again later); other -errno: no tracer (poll).
+ * again later); -ENOENT: connected before the tracer was attached, no
+ * events will come for it (poll); other -errno: no tracer (poll).
  */
 int xiw_llp_ack_trace(struct xiw_llp *l, uint64_t cookie)
 {
@@ -104,30 +105,17 @@ int xiw_llp_ack_trace(struct xiw_llp *l, uint64_t cookie)
 
 	if (ret)
 		return ret;
-	ret = xiw_sockops_register(xiw_ksock_fd(l), cookie);
-	return ret == -EEXIST ? 0 : ret;
+	return xiw_sockops_register(xiw_ksock_fd(l), cookie);
 }
 
 /**
  * xiw_llp_ack_arm() - one sockops event when the acknowledged-bytes count
- * reaches @target (mod 2^32). The program works in sequence space: the
- * offset is taken from its last snd_una and a later tcpi_bytes_acked, so
- * it can only be too small (the event comes early, never late); callers
- * re-check the state after arming anyway.
- * Return: 0, -EAGAIN no ACK traced yet (offset unknown), other -errno.
+ * reaches @target (mod 2^32). The program compares the same counter
+ * (bpf_sock_ops.bytes_acked is tcpi_bytes_acked), so this is one map
+ * update: no offset, no need to have seen an ACK first.
+ * Return: 0, or -errno (-ENOENT: not traced).
  */
 int xiw_llp_ack_arm(struct xiw_llp *l, uint32_t target)
 {
-	int fd = xiw_ksock_fd(l);
-	struct xiw_sk_ack st;
-	uint64_t acked = 0;
-	int ret = xiw_sockops_state(fd, &st);
-
-	if (!ret)
-		ret = bytes_acked(fd, &acked);
-	if (ret)
-		return ret;
-	if (!st.acks)
-		return -EAGAIN;
-	return xiw_sockops_arm(fd, st.snd_una - (uint32_t)acked + target);
+	return xiw_sockops_arm(xiw_ksock_fd(l), target);
 }

@@ -8,10 +8,17 @@
  * makes the socket report EPOLLERR until it is read. A report with
  * SO_EE_CODE_ZEROCOPY_COPIED means the kernel had to copy after all
  * (veth, loopback, devices without scatter-gather): the pinning was pure
- * cost, so the connection goes back to plain sends for good.
+ * cost, so the connection goes back to plain sends for good (unless the
+ * test-only XIW_ZCOPY_FORCE=1 keeps it on, so veth can exercise it).
+ *
+ * A buffer goes back to the application only once a notification covers
+ * it, whatever the outcome of its WR: xiw_llp_zc_quiesce() is what makes
+ * that possible when a connection fails with zero-copy sends outstanding.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <linux/errqueue.h>
 #include "xiwarp/xiwarp.h"
@@ -39,6 +46,21 @@ bool xiw_llp_zc_usable(struct xiw_llp *l)
 	ok = !z->off;
 	pthread_mutex_unlock(&z->lock);
 	return ok;
+}
+
+/* XIW_ZCOPY_FORCE=1 (tests only): keep zero-copy on after a COPIED report */
+static bool zc_force(void)
+{
+	static int on = -1;
+	int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		const char *e = getenv("XIW_ZCOPY_FORCE");
+
+		v = e && !strcmp(e, "1");
+		__atomic_store_n(&on, v, __ATOMIC_RELAXED);
+	}
+	return v;
 }
 
 bool xiw_llp_zc_released(struct xiw_llp *l, uint32_t id)
@@ -143,7 +165,8 @@ static bool zc_reap_one(struct xiw_llp *l, struct xiw_ksock_zc *z)
 			continue;
 		pthread_mutex_lock(&z->lock);
 		zc_release(z, ee->ee_info, ee->ee_data);
-		if ((ee->ee_code & SO_EE_CODE_ZEROCOPY_COPIED) && !z->off) {
+		if ((ee->ee_code & SO_EE_CODE_ZEROCOPY_COPIED) && !z->off &&
+		    !zc_force()) {
 			z->off = true;
 			xiw_log(XIW_LOG_INFO, "ksock: fd %d: the kernel copies zero-copy sends here (veth/loopback?): plain sends from now on",
 				xiw_ksock_fd(l));
@@ -159,4 +182,73 @@ void xiw_ksock_zc_reap(struct xiw_llp *l)
 
 	while (zc_reap_one(l, z))
 		;
+}
+
+bool xiw_llp_zc_outstanding(struct xiw_llp *l)
+{
+	struct xiw_ksock_zc *z = xiw_ksock_zc(l);
+	bool any;
+
+	pthread_mutex_lock(&z->lock);
+	any = z->on && z->done != z->next;
+	pthread_mutex_unlock(&z->lock);
+	return any;
+}
+
+static uint64_t zc_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Abort the connection: connect(AF_UNSPEC) runs tcp_disconnect(), which
+ * sends RST and frees the write and retransmit queues, so nothing more is
+ * transmitted from the pinned pages. It leaves sk_error_queue alone and
+ * the socket is not SOCK_DEAD, so the notifications of the freed sends
+ * still arrive (measured on loopback: all ids within ~40 us of the
+ * call). Clones still queued below TCP (qdisc, driver ring) release
+ * their pages when those free them, and only then is the id notified.
+ */
+static void zc_abort(struct xiw_llp *l)
+{
+	struct sockaddr sa = { .sa_family = AF_UNSPEC };
+
+	if (connect(xiw_ksock_fd(l), &sa, sizeof(sa)))
+		xiw_log(XIW_LOG_WARN, "ksock: fd %d: abort before the zero-copy drain failed: %s",
+			xiw_ksock_fd(l), strerror(errno));
+}
+
+/**
+ * xiw_llp_zc_quiesce() - the connection is failing with zero-copy sends
+ * the kernel has not released: abort it (RST; nothing more is sent) and
+ * reap the error queue until every zero-copy call is notified, waiting at
+ * most @max_ms milliseconds (sleeping 50 us, doubling to 1 ms). The fd
+ * stays open. Any thread; the caller holds the send lock, so no new
+ * zero-copy call starts meanwhile.
+ * Return: 0 (nothing was outstanding, or all released now; the
+ * connection is aborted in the second case), -ETIMEDOUT (ids still held:
+ * their buffers may still be read by the kernel).
+ */
+int xiw_llp_zc_quiesce(struct xiw_llp *l, unsigned int max_ms)
+{
+	uint64_t end = zc_now_ns() + (uint64_t)max_ms * 1000000ull;
+	long nap_ns = 50 * 1000;
+
+	if (!xiw_llp_zc_outstanding(l))
+		return 0;
+	zc_abort(l);
+	for (;;) {
+		xiw_ksock_zc_reap(l);
+		if (!xiw_llp_zc_outstanding(l))
+			return 0;
+		if (zc_now_ns() >= end)
+			return -ETIMEDOUT;
+		/* a closed TCP socket polls HUP at once: sleep, not poll() */
+		nanosleep(&(struct timespec){ 0, nap_ns }, NULL);
+		if (nap_ns < 1000 * 1000)
+			nap_ns *= 2;
+	}
 }

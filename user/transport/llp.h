@@ -110,5 +110,16 @@ ssize_t xiw_llp_send_zc(struct xiw_llp *l, const struct iovec *iov, int n,
 /** xiw_llp_zc_released() - the kernel released the pages of zero-copy
  *  call @id (and of every earlier one). */
 bool xiw_llp_zc_released(struct xiw_llp *l, uint32_t id);
+/** xiw_llp_zc_outstanding() - some zero-copy call's pages are not yet
+ *  released by the kernel. */
+bool xiw_llp_zc_outstanding(struct xiw_llp *l);
+/**
+ * xiw_llp_zc_quiesce() - before failing WRs whose pages the kernel may
+ * still hold: abort the connection (RST, nothing more sent; the fd stays
+ * open) and wait up to @max_ms for every zero-copy release notification.
+ * Nothing outstanding: does nothing. Send lock held.
+ * Return: 0, or -ETIMEDOUT (some pages still held).
+ */
+int xiw_llp_zc_quiesce(struct xiw_llp *l, unsigned int max_ms);
 
 #endif /* XIW_LLP_H */

@@ -4,11 +4,20 @@
  * watermark tracing (seed 000: completion from TCP send state).
  *
  * The engine registers a TCP socket by creating its socket-local storage
- * entry (bpf_map_update_elem(map, &sockfd, &state)) and arms a watermark:
- * a TCP sequence number. The program runs on every ACK of that socket
- * (BPF_SOCK_OPS_RTT_CB) and emits one ring-buffer event when snd_una
- * reaches or passes the watermark (wrap-safe), then disarms. It also emits
- * an event when the socket closes or is reset.
+ * entry (bpf_map_update_elem(map, &sockfd, &state)) and arms a watermark
+ * in the acknowledged-bytes space: the count of bytes snd_una has moved
+ * since the connection started (tcp_sock.bytes_acked, the counter behind
+ * both bpf_sock_ops.bytes_acked and TCP_INFO's tcpi_bytes_acked), modulo
+ * 2^32. Program and engine read the same counter, so arming needs no
+ * sequence-number offset and works before the first ACK was seen. The
+ * program runs on ACKs of that socket and emits one ring-buffer event
+ * when the count reaches or passes the watermark (wrap-safe), then
+ * disarms. It also emits an event when the socket closes or is reset.
+ *
+ * Layout version 2 (pin name xiw_sk_ack2): version 1 (pin xiw_sk_ack)
+ * compared sequence numbers. The value layout is part of the pinned,
+ * machine-wide map, so a change of layout takes a new pin name: processes
+ * of both versions then run side by side, each with its own map.
  *
  * Included by BPF code (after vmlinux.h) and by user code (after
  * <linux/types.h>), so it only uses __u32/__u64.
@@ -18,47 +27,52 @@
 
 /**
  * struct xiw_sk_ack - per-socket state (BPF_MAP_TYPE_SK_STORAGE value).
- * @cookie:    engine's name for the socket (e.g. the QP number).
- * @watermark: TCP sequence number; an ACK with snd_una at or past it fires.
- * @armed:     1 while @watermark is live; the program clears it on firing.
- * @snd_una:   oldest unacknowledged sequence number at the last ACK.
- * @owner:     getpid() of the registering process: the map is shared by
- *             every xiwarp process (one pin), each process's program
- *             instance handles only its own sockets.
- * @acks:      ACKs seen since registration.
- * @events:    ring-buffer events emitted for this socket.
+ * @cookie:      engine's name for the socket (e.g. the QP number).
+ * @bytes_acked: acknowledged-bytes count at the program's last callback.
+ * @watermark:   acknowledged-bytes count (mod 2^32) that fires the event.
+ * @armed:       1 while @watermark is live; the program clears it on firing.
+ * @owner:       getpid() of the registering process: the map is shared by
+ *               every xiwarp process (one pin), each process's program
+ *               instance handles only its own sockets.
+ * @snd_una:     snd_una at the last callback (diagnostics only).
+ * @acks:        callbacks that saw an ACK since registration.
+ * @events:      ring-buffer events emitted for this socket.
  */
 struct xiw_sk_ack {
 	__u64 cookie;
+	__u64 bytes_acked;
 	__u32 watermark;
 	__u32 armed;
-	__u32 snd_una;
 	__u32 owner;
+	__u32 snd_una;
 	__u64 acks;
 	__u64 events;
 };
 
 enum xiw_ack_event_type {
-	XIW_ACK_EV_WATERMARK = 1,	/* snd_una crossed the watermark */
+	XIW_ACK_EV_WATERMARK = 1,	/* bytes_acked reached the watermark */
 	XIW_ACK_EV_CLOSE = 2,		/* socket entered TCP_CLOSE (FIN done or RST) */
 };
 
 /**
- * struct xiw_ack_event - one ring-buffer record (map xiw_ack_events).
- * @cookie:  the socket's xiw_sk_ack.cookie.
- * @snd_una: snd_una when the event fired.
- * @type:    enum xiw_ack_event_type.
- * @state:   TCP state (BPF_TCP_*) for XIW_ACK_EV_CLOSE, else 0.
+ * struct xiw_ack_event - one ring-buffer record (map xiw_ack_events,
+ * private to each process, so not versioned).
+ * @cookie:      the socket's xiw_sk_ack.cookie.
+ * @bytes_acked: acknowledged-bytes count when the event fired.
+ * @type:        enum xiw_ack_event_type.
+ * @state:       TCP state (BPF_TCP_*) for XIW_ACK_EV_CLOSE, else 0.
  */
 struct xiw_ack_event {
 	__u64 cookie;
-	__u32 snd_una;
+	__u64 bytes_acked;
 	__u16 type;
 	__u16 state;
+	__u32 pad;
 };
 
-/* where the loader pins the shared per-socket map (bpffs) */
+/* where the loader pins the shared per-socket map (bpffs); the name
+ * carries the layout version of struct xiw_sk_ack */
 #define XIW_BPF_PIN_DIR "/sys/fs/bpf/xiwarp"
-#define XIW_BPF_PIN_SK_ACK XIW_BPF_PIN_DIR "/xiw_sk_ack"
+#define XIW_BPF_PIN_SK_ACK XIW_BPF_PIN_DIR "/xiw_sk_ack2"
 
 #endif /* XIWARP_ABI_SOCKOPS_H */
