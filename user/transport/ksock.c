@@ -305,7 +305,12 @@ ssize_t xiw_llp_send(struct xiw_llp *l, const struct iovec *iov, int n, bool mor
 	return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 }
 
-/* XIW_QUICKACK=0|1 (default 1): see llp_quickack() */
+/*
+ * XIW_QUICKACK=0|1, see llp_quickack(). Default: 1 when this process
+ * completes sends on ACKs (XIW_TX_COMPLETION=ack), whose peers are
+ * configured alike as a rule, else 0: the extra ACK costs request/response
+ * latency, and copy-mode peers gain nothing from it.
+ */
 static bool quickack_on(void)
 {
 	static int on = -1;
@@ -313,8 +318,10 @@ static bool quickack_on(void)
 
 	if (v < 0) {	/* racing first readers compute the same value */
 		const char *e = getenv("XIW_QUICKACK");
+		const char *m = getenv("XIW_TX_COMPLETION");
+		int dflt = m && !strcmp(m, "ack");
 
-		v = !e || !*e || strcmp(e, "0") != 0;
+		v = !e || !*e ? dflt : strcmp(e, "0") != 0;
 		if (e && *e && strcmp(e, "0") && strcmp(e, "1"))
 			xiw_log(XIW_LOG_WARN, "XIW_QUICKACK=%s: use 0 or 1; using 1", e);
 		__atomic_store_n(&on, v, __ATOMIC_RELAXED);
