@@ -608,6 +608,7 @@ const struct xiw_txcfg *xiw_tx_config(void);
 void xiw_txack_watch(struct xiw_qp *qp);
 void xiw_txack_trace(struct xiw_qp *qp);
 void xiw_txack_settle(struct xiw_qp *qp);
+void xiw_txack_zc_quiesce(struct xiw_qp *qp);
 void xiw_txack_preload(void);
 void xiw_txack_forget(struct xiw_qp *qp);
 

@@ -274,9 +274,13 @@ void xiw_qp_sq_fail_head(struct xiw_qp *qp, enum ibv_wc_status st)
 
 	if (qp->sq_tail == qp->sq_tx)
 		return;
-	qp->tx_failed = true;	/* the WRs behind it flush, ACKed or not */
 	e = &qp->sq[qp->sq_tail & qp->sq_mask];
 	e->fail_st = (uint8_t)st;
+	/* no WC while the kernel may still send from zero-copy pages; the
+	 * move to ERROR that follows skips its own wait (tx_failed) */
+	if (!qp->tx_failed)
+		xiw_txack_zc_quiesce(qp);
+	qp->tx_failed = true;	/* the WRs behind it flush, ACKed or not */
 	if (sq_complete(qp, e, st))
 		sq_pop(qp);
 }

@@ -259,6 +259,19 @@ static void qp_zc_quiesce(struct xiw_qp *qp)
 }
 
 /**
+ * xiw_txack_zc_quiesce() - a WR of @qp is about to fail outside the move
+ * to ERROR (the peer's TERMINATE refused it): abort the stream and wait
+ * for zero-copy pages as xiw_txack_settle() does, without completing
+ * acknowledged WRs first (the failing head WR may be acknowledged by TCP,
+ * yet refused). tx_lock held; the head WR's fail_st already set.
+ */
+void xiw_txack_zc_quiesce(struct xiw_qp *qp)
+{
+	if (qp->llp)
+		qp_zc_quiesce(qp);
+}
+
+/**
  * xiw_txack_settle() - before a flush (the move to ERROR, from RTS):
  * complete, successfully, every WR the peer already acknowledged (and
  * whose zero-copy pages are free), so a close racing the ACK poll does
