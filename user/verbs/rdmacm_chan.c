@@ -44,19 +44,6 @@ struct rdma_event_channel *rdma_create_event_channel(void)
 	return &c->ch;
 }
 
-void rdma_destroy_event_channel(struct rdma_event_channel *channel)
-{
-	struct xcm_chan *c = xcm_chan(channel);
-
-	if (!channel)
-		return;
-	/* The application must have destroyed its ids; drop leftovers. */
-	xcm_release_events(c->head);
-	close(c->ch.fd);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
-}
-
 static void xcm_fd_signal(struct xcm_chan *c)
 {
 	uint64_t one = 1;
@@ -72,6 +59,64 @@ static void xcm_fd_drain(struct xcm_chan *c)
 
 	if (read(c->ch.fd, &v, sizeof(v)) != sizeof(v))
 		xiw_log(XIW_LOG_WARN, XCM_PFX "eventfd read: %s", strerror(errno));
+}
+
+static void xcm_chan_free(struct xcm_chan *c)
+{
+	close(c->ch.fd);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/**
+ * rdma_destroy_event_channel() - drop the events still queued (the
+ * application must have destroyed its ids) and free the channel, or, if
+ * a thread is inside rdma_get_cm_event on it, leave the freeing to that
+ * thread (xcm_chan_leave). Such a thread finds the queue empty and the
+ * counter at 0, so it keeps waiting on the fd (open until it leaves)
+ * until it is interrupted or the process ends, as a read() blocked on
+ * the kernel's rdma_cm file would.
+ */
+void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	struct xcm_chan *c = xcm_chan(channel);
+	struct xcm_event *left;
+	int busy;
+
+	if (!channel)
+		return;
+	pthread_mutex_lock(&c->lock);
+	left = c->head;
+	if (left)
+		xcm_fd_drain(c);
+	c->head = c->tail = NULL;
+	c->closed = 1;
+	busy = c->users > 0;
+	pthread_mutex_unlock(&c->lock);
+	xcm_release_events(left);
+	if (!busy)
+		xcm_chan_free(c);
+}
+
+/* A thread enters rdma_get_cm_event: the channel stays allocated. */
+static void xcm_chan_enter(struct xcm_chan *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->users++;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* ... and leaves; the last one out of a destroyed channel frees it. */
+static void xcm_chan_leave(struct xcm_chan *c)
+{
+	int last, err = errno;
+
+	pthread_mutex_lock(&c->lock);
+	last = --c->users == 0 && c->closed;
+	pthread_mutex_unlock(&c->lock);
+	if (last)
+		xcm_chan_free(c);
+	errno = err;
 }
 
 /* Runs on any thread, including the engine progress thread: never blocks. */
@@ -206,6 +251,27 @@ static int xcm_chan_wait(struct xcm_chan *c)
 	return 0;
 }
 
+/* The next event the application gets, waiting for it. Return: the event,
+ * or NULL with errno (EAGAIN non-blocking, EINTR, poll/fcntl errors). */
+static struct xcm_event *xcm_chan_get(struct xcm_chan *c)
+{
+	struct xcm_event *e;
+
+	for (;;) {
+		e = xcm_chan_pop(c);
+		if (e) {
+			if (!xcm_event_deliver(e))
+				return e;
+			/* dropped (e.g. a request we could not turn into an id) */
+			xcm_complete(e->owner);
+			xcm_release_events(e);
+			continue;
+		}
+		if (xcm_chan_wait(c))
+			return NULL;
+	}
+}
+
 int rdma_get_cm_event(struct rdma_event_channel *channel,
 		      struct rdma_cm_event **event)
 {
@@ -214,19 +280,13 @@ int rdma_get_cm_event(struct rdma_event_channel *channel,
 
 	if (!channel || !event)
 		return xcm_err(EINVAL);
-	for (;;) {
-		e = xcm_chan_pop(c);
-		if (e) {
-			if (!xcm_event_deliver(e))
-				break;
-			/* dropped (e.g. a request we could not turn into an id) */
-			xcm_complete(e->owner);
-			xcm_release_events(e);
-			continue;
-		}
-		if (xcm_chan_wait(c))
-			return -1;
-	}
+	/* rdma_destroy_event_channel may run meanwhile (rping v44's main
+	 * does while its cm_thread waits here): hold the channel */
+	xcm_chan_enter(c);
+	e = xcm_chan_get(c);
+	xcm_chan_leave(c);
+	if (!e)
+		return -1;
 	*event = &e->ev;
 	return 0;
 }

@@ -65,10 +65,23 @@ struct xcm_event {
 	uint8_t pdata[XIW_MAX_PRIV_DATA];
 };
 
+/**
+ * struct xcm_chan - an rdma_event_channel and its event queue.
+ * @lock:   protects everything below.
+ * @users:  threads inside rdma_get_cm_event on this channel.
+ * @closed: rdma_destroy_event_channel ran while @users > 0: the last
+ *          user frees the channel (and closes its fd) on its way out.
+ *
+ * A thread blocked in read() on the kernel's rdma_cm file holds the file,
+ * so destroying the channel from another thread never pulls it from under
+ * that read; @users gives the waiters of this channel the same guarantee.
+ */
 struct xcm_chan {
 	struct rdma_event_channel ch;	/* first: handed to the app */
 	pthread_mutex_t lock;
 	struct xcm_event *head, *tail;
+	int users;
+	int closed;
 };
 
 static inline struct xcm_chan *xcm_chan(struct rdma_event_channel *ch)
