@@ -426,19 +426,21 @@ out:
 
 /*
  * This program's poll() is also the one librdmacm calls (symbol
- * interposition), so a thread blocked in rdma_get_cm_event can be held
- * right after its poll() woke up, before it looks at the queue: the
- * window in which rping (rdma-core v44) destroys the id and the channel
- * from main() while its cm_thread still waits on that channel.
+ * interposition), so the test sees every wait of the thread in
+ * rdma_get_cm_event and can hold its first one right after it woke up,
+ * before it looks at the queue: the window in which rping (rdma-core v44)
+ * destroys the id and the channel from main() while its cm_thread still
+ * waits on that channel. Later waits return EINTR, as if a signal came.
  */
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	int fd;		/* the channel fd held at; -1: pass every poll through */
+	pthread_t waiter;
+	int armed;	/* @waiter's polls go through the gate */
+	int hold;	/* hold its first poll (stages 1-3) */
 	int stage;	/* 1 waiter polls, 2 it woke up (held), 3 let it go */
-	int polls;	/* calls on @fd */
-	int open_again;	/* a later call found @fd still open */
-} gate = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, -1, 0, 0, 0 };
+	int polls;	/* polls of @waiter */
+} gate = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
 
 static void gate_set(int stage)
 {
@@ -468,20 +470,19 @@ static int gate_wait(int stage)
 int poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	static int (*real_poll)(struct pollfd *, nfds_t, int);
-	int r, nth;
+	int r, nth = 0, hold;
 
 	if (!real_poll)
 		real_poll = (int (*)(struct pollfd *, nfds_t, int))
 			    dlsym(RTLD_NEXT, "poll");
 	pthread_mutex_lock(&gate.lock);
-	nth = n == 1 && fds[0].fd == gate.fd && timeout < 0 ? ++gate.polls : 0;
+	if (gate.armed && pthread_equal(gate.waiter, pthread_self()))
+		nth = ++gate.polls;
+	hold = gate.hold;
 	pthread_mutex_unlock(&gate.lock);
 	if (!nth)
 		return real_poll(fds, n, timeout);
-	if (nth > 1) {
-		/* back to waiting: the fd must still be ours; then leave as
-		 * if a signal came (rdma_get_cm_event returns EINTR) */
-		gate.open_again = fcntl(fds[0].fd, F_GETFD) != -1;
+	if (nth > 1 || !hold) {
 		errno = EINTR;
 		return -1;
 	}
@@ -502,9 +503,27 @@ static void *wait_event(void *arg)
 {
 	struct waiter *w = arg;
 
+	pthread_mutex_lock(&gate.lock);
+	gate.waiter = pthread_self();
+	gate.armed = 1;
+	pthread_mutex_unlock(&gate.lock);
 	w->ret = rdma_get_cm_event(w->ch, &w->ev);
 	w->err = errno;
 	return NULL;
+}
+
+/* Run wait_event on @w in a thread (first poll held if @hold). */
+static int waiter_start(pthread_t *t, struct waiter *w, int hold)
+{
+	pthread_mutex_lock(&gate.lock);
+	gate.armed = 0;
+	gate.hold = hold;
+	gate.stage = 0;
+	gate.polls = 0;
+	pthread_mutex_unlock(&gate.lock);
+	w->ret = 0;
+	w->err = 0;
+	return pthread_create(t, NULL, wait_event, w);
 }
 
 /*
@@ -512,7 +531,10 @@ static void *wait_event(void *arg)
  * before it takes the event the application destroys the id (dropping
  * the event) and the channel. As with the kernel's rdma_cm file, which
  * the blocked read() holds, the waiter must not touch freed memory: it
- * finds the queue empty and waits again on the still open fd.
+ * finds no event and waits on. Then a thread that calls in only after
+ * the destroy (rping v44's cm_thread does, after acking DISCONNECTED
+ * while main() tears down; an application bug) must not touch freed
+ * memory either, and waits too instead of failing (rping would exit()).
  */
 static void test_destroy_channel_under_waiter(void)
 {
@@ -525,8 +547,7 @@ static void test_destroy_channel_under_waiter(void)
 	if (!CHECK(w.ch, "channel") ||
 	    !CHECK(!rdma_create_id(w.ch, &id, NULL, RDMA_PS_TCP), "id"))
 		return;
-	gate.fd = w.ch->fd;
-	if (pthread_create(&t, NULL, wait_event, &w))
+	if (waiter_start(&t, &w, 1))
 		return;
 	CHECK(gate_wait(1), "waiter blocked in rdma_get_cm_event");
 	sa_set(&dst, addr, 7471);
@@ -537,10 +558,17 @@ static void test_destroy_channel_under_waiter(void)
 	rdma_destroy_event_channel(w.ch);
 	gate_set(3);
 	pthread_join(t, NULL);
-	CHECK(gate.open_again, "the waiter waits again on the open channel fd");
-	CHECK(w.ret == -1 && w.err == EINTR,
-	      "then leaves on EINTR (ret %d, %s)", w.ret, strerror(w.err));
-	gate.fd = -1;
+	CHECK(gate.polls == 2 && w.ret == -1 && w.err == EINTR,
+	      "the waiter finds no event, waits on until EINTR (%d polls, ret %d, %s)",
+	      gate.polls, w.ret, strerror(w.err));
+
+	if (waiter_start(&t, &w, 0))
+		return;
+	pthread_join(t, NULL);
+	CHECK(gate.polls == 1 && w.ret == -1 && w.err == EINTR,
+	      "rdma_get_cm_event on a destroyed channel waits until EINTR (%d polls, ret %d, %s)",
+	      gate.polls, w.ret, strerror(w.err));
+	gate.armed = 0;
 }
 
 /* ---------------------------------------------- synchronous endpoints */
