@@ -9,11 +9,13 @@
  * async connect/accept with private data both ways, IRD/ORD in the
  * request, reject with private data, a connect nobody listens to,
  * disconnect events on both sides, destroying a listener with a queued
- * request, rdma_destroy_id waiting for acks, and the synchronous endpoint API
+ * request, rdma_destroy_id waiting for acks, a channel destroyed while a
+ * thread waits in rdma_get_cm_event, and the synchronous endpoint API
  * (rdma_create_ep / rdma_get_request) as rdma_server/rdma_client use it.
  * Every wait is bounded (5 s). Prints "ok"/"not ok" lines; exit 0 = all
  * passed.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
@@ -419,6 +422,155 @@ out:
 	rdma_destroy_event_channel(s.ch);
 }
 
+/* ------------------------------- a channel destroyed under a waiter */
+
+/*
+ * This program's poll() is also the one librdmacm calls (symbol
+ * interposition), so the test sees every wait of the thread in
+ * rdma_get_cm_event and can hold its first one right after it woke up,
+ * before it looks at the queue: the window in which rping (rdma-core v44)
+ * destroys the id and the channel from main() while its cm_thread still
+ * waits on that channel. Later waits return EINTR, as if a signal came.
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t waiter;
+	int armed;	/* @waiter's polls go through the gate */
+	int hold;	/* hold its first poll (stages 1-3) */
+	int stage;	/* 1 waiter polls, 2 it woke up (held), 3 let it go */
+	int polls;	/* polls of @waiter */
+} gate = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static void gate_set(int stage)
+{
+	pthread_mutex_lock(&gate.lock);
+	gate.stage = stage;
+	pthread_cond_broadcast(&gate.cond);
+	pthread_mutex_unlock(&gate.lock);
+}
+
+/* Wait (at most WAIT_MS) for @stage. Return: reached. */
+static int gate_wait(int stage)
+{
+	struct timespec ts;
+	int ok;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += WAIT_MS / 1000;
+	pthread_mutex_lock(&gate.lock);
+	while (gate.stage < stage &&
+	       !pthread_cond_timedwait(&gate.cond, &gate.lock, &ts))
+		;
+	ok = gate.stage >= stage;
+	pthread_mutex_unlock(&gate.lock);
+	return ok;
+}
+
+int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	static int (*real_poll)(struct pollfd *, nfds_t, int);
+	int r, nth = 0, hold;
+
+	if (!real_poll)
+		real_poll = (int (*)(struct pollfd *, nfds_t, int))
+			    dlsym(RTLD_NEXT, "poll");
+	pthread_mutex_lock(&gate.lock);
+	if (gate.armed && pthread_equal(gate.waiter, pthread_self()))
+		nth = ++gate.polls;
+	hold = gate.hold;
+	pthread_mutex_unlock(&gate.lock);
+	if (!nth)
+		return real_poll(fds, n, timeout);
+	if (nth > 1 || !hold) {
+		errno = EINTR;
+		return -1;
+	}
+	gate_set(1);
+	r = real_poll(fds, n, WAIT_MS);
+	gate_set(2);
+	gate_wait(3);
+	return r;
+}
+
+struct waiter {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_event *ev;
+	int ret, err;
+};
+
+static void *wait_event(void *arg)
+{
+	struct waiter *w = arg;
+
+	pthread_mutex_lock(&gate.lock);
+	gate.waiter = pthread_self();
+	gate.armed = 1;
+	pthread_mutex_unlock(&gate.lock);
+	w->ret = rdma_get_cm_event(w->ch, &w->ev);
+	w->err = errno;
+	return NULL;
+}
+
+/* Run wait_event on @w in a thread (first poll held if @hold). */
+static int waiter_start(pthread_t *t, struct waiter *w, int hold)
+{
+	pthread_mutex_lock(&gate.lock);
+	gate.armed = 0;
+	gate.hold = hold;
+	gate.stage = 0;
+	gate.polls = 0;
+	pthread_mutex_unlock(&gate.lock);
+	w->ret = 0;
+	w->err = 0;
+	return pthread_create(t, NULL, wait_event, w);
+}
+
+/*
+ * A thread waits in rdma_get_cm_event; an event for an id wakes it, but
+ * before it takes the event the application destroys the id (dropping
+ * the event) and the channel. As with the kernel's rdma_cm file, which
+ * the blocked read() holds, the waiter must not touch freed memory: it
+ * finds no event and waits on. Then a thread that calls in only after
+ * the destroy (rping v44's cm_thread does, after acking DISCONNECTED
+ * while main() tears down; an application bug) must not touch freed
+ * memory either, and waits too instead of failing (rping would exit()).
+ */
+static void test_destroy_channel_under_waiter(void)
+{
+	struct waiter w = { 0 };
+	struct rdma_cm_id *id;
+	struct sockaddr_in dst;
+	pthread_t t;
+
+	w.ch = rdma_create_event_channel();
+	if (!CHECK(w.ch, "channel") ||
+	    !CHECK(!rdma_create_id(w.ch, &id, NULL, RDMA_PS_TCP), "id"))
+		return;
+	if (waiter_start(&t, &w, 1))
+		return;
+	CHECK(gate_wait(1), "waiter blocked in rdma_get_cm_event");
+	sa_set(&dst, addr, 7471);
+	CHECK(!rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000),
+	      "resolve_addr queues an event");
+	CHECK(gate_wait(2), "the event woke the waiter");
+	CHECK(!rdma_destroy_id(id), "destroy the id before the waiter takes its event");
+	rdma_destroy_event_channel(w.ch);
+	gate_set(3);
+	pthread_join(t, NULL);
+	CHECK(gate.polls == 2 && w.ret == -1 && w.err == EINTR,
+	      "the waiter finds no event, waits on until EINTR (%d polls, ret %d, %s)",
+	      gate.polls, w.ret, strerror(w.err));
+
+	if (waiter_start(&t, &w, 0))
+		return;
+	pthread_join(t, NULL);
+	CHECK(gate.polls == 1 && w.ret == -1 && w.err == EINTR,
+	      "rdma_get_cm_event on a destroyed channel waits until EINTR (%d polls, ret %d, %s)",
+	      gate.polls, w.ret, strerror(w.err));
+	gate.armed = 0;
+}
+
 /* ---------------------------------------------- synchronous endpoints */
 
 static char ep_port[8];
@@ -530,6 +682,7 @@ int main(int argc, char **argv)
 	test_channel();
 	test_async();
 	test_destroy();
+	test_destroy_channel_under_waiter();
 	test_ep();
 	printf("%s: %d failure(s)\n", argv[0], failures);
 	return failures ? 1 : 0;

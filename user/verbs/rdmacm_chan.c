@@ -18,43 +18,60 @@
 
 #include "rdmacm_int.h"
 
+/* Destroyed channels, kept for reuse (struct xcm_chan: never freed). */
+static pthread_mutex_t xcm_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct xcm_chan *xcm_pool;
+
+/* A pooled channel, or a new one (closed, no fd); NULL when out of memory. */
+static struct xcm_chan *xcm_chan_alloc(void)
+{
+	struct xcm_chan *c;
+
+	pthread_mutex_lock(&xcm_pool_lock);
+	c = xcm_pool;
+	if (c)
+		xcm_pool = c->next_free;
+	pthread_mutex_unlock(&xcm_pool_lock);
+	if (c)
+		return c;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	pthread_mutex_init(&c->lock, NULL);
+	c->ch.fd = -1;
+	c->closed = 1;
+	return c;
+}
+
 struct rdma_event_channel *rdma_create_event_channel(void)
 {
 	struct xcm_chan *c;
-	int ret;
+	int fd, ret;
 
 	ret = xcm_devices_init();
 	if (ret)
 		return NULL;
 
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	c->ch.fd = eventfd(0, EFD_CLOEXEC);
-	if (c->ch.fd < 0) {
+	fd = eventfd(0, EFD_CLOEXEC);
+	if (fd < 0) {
 		ret = errno;
 		xiw_log(XIW_LOG_INFO, XCM_PFX "eventfd: %s", strerror(ret));
-		free(c);
 		errno = ret;
 		return NULL;
 	}
-	pthread_mutex_init(&c->lock, NULL);
+	c = xcm_chan_alloc();
+	if (!c) {
+		close(fd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* a late caller of the old channel may be inside (xcm_chan_wait) */
+	pthread_mutex_lock(&c->lock);
+	c->ch.fd = fd;
+	c->head = c->tail = NULL;
+	c->closed = 0;
+	pthread_mutex_unlock(&c->lock);
 	return &c->ch;
-}
-
-void rdma_destroy_event_channel(struct rdma_event_channel *channel)
-{
-	struct xcm_chan *c = xcm_chan(channel);
-
-	if (!channel)
-		return;
-	/* The application must have destroyed its ids; drop leftovers. */
-	xcm_release_events(c->head);
-	close(c->ch.fd);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
 }
 
 static void xcm_fd_signal(struct xcm_chan *c)
@@ -74,11 +91,87 @@ static void xcm_fd_drain(struct xcm_chan *c)
 		xiw_log(XIW_LOG_WARN, XCM_PFX "eventfd read: %s", strerror(errno));
 }
 
+/* c->lock held: closed and unused: close the fd (once); true: pool @c. */
+static int xcm_chan_release_fd(struct xcm_chan *c)
+{
+	if (!c->closed || c->users || c->ch.fd < 0)
+		return 0;
+	close(c->ch.fd);
+	c->ch.fd = -1;
+	return 1;
+}
+
+static void xcm_chan_pool_put(struct xcm_chan *c)
+{
+	pthread_mutex_lock(&xcm_pool_lock);
+	c->next_free = xcm_pool;
+	xcm_pool = c;
+	pthread_mutex_unlock(&xcm_pool_lock);
+}
+
+/**
+ * rdma_destroy_event_channel() - drop the events still queued (the
+ * application must have destroyed its ids), close the fd and keep the
+ * channel for reuse. If a thread is inside rdma_get_cm_event on it, the
+ * fd stays open until that thread leaves (xcm_chan_leave): it finds the
+ * queue empty and waits on until a signal interrupts it or the process
+ * ends, as a read() blocked on the kernel's rdma_cm file would.
+ */
+void rdma_destroy_event_channel(struct rdma_event_channel *channel)
+{
+	struct xcm_chan *c = xcm_chan(channel);
+	struct xcm_event *left;
+	int pool;
+
+	if (!channel)
+		return;
+	pthread_mutex_lock(&c->lock);
+	left = c->head;
+	if (left)
+		xcm_fd_drain(c);
+	c->head = c->tail = NULL;
+	c->closed = 1;
+	pool = xcm_chan_release_fd(c);
+	pthread_mutex_unlock(&c->lock);
+	xcm_release_events(left);
+	if (pool)
+		xcm_chan_pool_put(c);
+}
+
+/* A thread enters rdma_get_cm_event: the fd stays open while it is in. */
+static void xcm_chan_enter(struct xcm_chan *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->users++;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* ... and leaves; the last one out of a destroyed channel closes the fd. */
+static void xcm_chan_leave(struct xcm_chan *c)
+{
+	int pool, err = errno;
+
+	pthread_mutex_lock(&c->lock);
+	c->users--;
+	pool = xcm_chan_release_fd(c);
+	pthread_mutex_unlock(&c->lock);
+	if (pool)
+		xcm_chan_pool_put(c);
+	errno = err;
+}
+
 /* Runs on any thread, including the engine progress thread: never blocks. */
 void xcm_chan_push(struct xcm_chan *c, struct xcm_event *e)
 {
 	e->next = NULL;
 	pthread_mutex_lock(&c->lock);
+	if (c->closed) {	/* an id outlived its channel: nobody can get it */
+		pthread_mutex_unlock(&c->lock);
+		xiw_log(XIW_LOG_WARN, XCM_PFX "%s for a destroyed channel dropped",
+			rdma_event_str(e->ev.event));
+		xcm_release_events(e);
+		return;
+	}
 	if (c->tail) {
 		c->tail->next = e;
 	} else {
@@ -191,11 +284,25 @@ static void xcm_complete(struct xcm_id *x)
 	pthread_mutex_unlock(&x->mut);
 }
 
-/* Block until the channel fd is readable, honouring O_NONBLOCK and EINTR. */
+/*
+ * Block until the channel fd is readable, honouring O_NONBLOCK and EINTR.
+ * A destroyed channel never gets an event: wait for a signal. The caller
+ * is a user (xcm_chan_enter), so an fd read here stays open.
+ */
 static int xcm_chan_wait(struct xcm_chan *c)
 {
-	struct pollfd pfd = { .fd = c->ch.fd, .events = POLLIN };
-	int fl = fcntl(c->ch.fd, F_GETFL);
+	struct pollfd pfd = { .events = POLLIN };
+	int fl, closed;
+
+	pthread_mutex_lock(&c->lock);
+	closed = c->closed;
+	pfd.fd = c->ch.fd;
+	pthread_mutex_unlock(&c->lock);
+	if (closed) {
+		poll(NULL, 0, -1);
+		return -1;	/* EINTR */
+	}
+	fl = fcntl(pfd.fd, F_GETFL);
 
 	if (fl < 0)
 		return -1;
@@ -206,6 +313,27 @@ static int xcm_chan_wait(struct xcm_chan *c)
 	return 0;
 }
 
+/* The next event the application gets, waiting for it. Return: the event,
+ * or NULL with errno (EAGAIN non-blocking, EINTR, poll/fcntl errors). */
+static struct xcm_event *xcm_chan_get(struct xcm_chan *c)
+{
+	struct xcm_event *e;
+
+	for (;;) {
+		e = xcm_chan_pop(c);
+		if (e) {
+			if (!xcm_event_deliver(e))
+				return e;
+			/* dropped (e.g. a request we could not turn into an id) */
+			xcm_complete(e->owner);
+			xcm_release_events(e);
+			continue;
+		}
+		if (xcm_chan_wait(c))
+			return NULL;
+	}
+}
+
 int rdma_get_cm_event(struct rdma_event_channel *channel,
 		      struct rdma_cm_event **event)
 {
@@ -214,19 +342,13 @@ int rdma_get_cm_event(struct rdma_event_channel *channel,
 
 	if (!channel || !event)
 		return xcm_err(EINVAL);
-	for (;;) {
-		e = xcm_chan_pop(c);
-		if (e) {
-			if (!xcm_event_deliver(e))
-				break;
-			/* dropped (e.g. a request we could not turn into an id) */
-			xcm_complete(e->owner);
-			xcm_release_events(e);
-			continue;
-		}
-		if (xcm_chan_wait(c))
-			return -1;
-	}
+	/* rdma_destroy_event_channel may run meanwhile (rping v44's main
+	 * does while its cm_thread waits here): hold the fd */
+	xcm_chan_enter(c);
+	e = xcm_chan_get(c);
+	xcm_chan_leave(c);
+	if (!e)
+		return -1;
 	*event = &e->ev;
 	return 0;
 }

@@ -65,10 +65,30 @@ struct xcm_event {
 	uint8_t pdata[XIW_MAX_PRIV_DATA];
 };
 
+/**
+ * struct xcm_chan - an rdma_event_channel and its event queue.
+ * @lock:   protects @ch.fd and everything below except @next_free;
+ *          initialised once, never destroyed.
+ * @users:  threads inside rdma_get_cm_event on this channel: the fd stays
+ *          open while there are any.
+ * @closed: rdma_destroy_event_channel ran (no events, the last user
+ *          closes the fd); cleared when the channel is reused.
+ * @next_free: the pool of destroyed channels (xcm_pool_lock).
+ *
+ * A thread blocked in read() on the kernel's rdma_cm file holds the file,
+ * and a stale fd only ever names a file or none: destroying a channel
+ * under a thread that waits on it, or just before a thread calls in (rping
+ * v44: main() tears down while its cm_thread still loops on the channel),
+ * is harmless there. Here @users keeps the fd, and never freeing a
+ * channel (destroyed ones are reused) keeps the memory, valid for them.
+ */
 struct xcm_chan {
 	struct rdma_event_channel ch;	/* first: handed to the app */
 	pthread_mutex_t lock;
 	struct xcm_event *head, *tail;
+	int users;
+	int closed;
+	struct xcm_chan *next_free;
 };
 
 static inline struct xcm_chan *xcm_chan(struct rdma_event_channel *ch)
