@@ -14,6 +14,7 @@
 #include "xiw_cm.h"
 #include "xiw_cm_int.h"
 #include "xiw_cm_mpa.h"
+#include "xiw_sockops.h"
 
 /* ------------------------------------------------------ active side --- */
 
@@ -296,6 +297,7 @@ int xiw_cm_connect(struct xiw_qp *qp, const struct sockaddr *src,
 
 	if (!qp || !dst || !xiw_ksock_sa_len(dst) || (plen && !pdata))
 		return -EINVAL;
+	xiw_sockops_before_connect();
 	err = xiw_progress_sync(connect_on_progress, &a);
 	return err ? err : a.ret;
 }

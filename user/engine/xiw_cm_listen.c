@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "xiwarp/wire/mpa.h"
+#include "xiw_sockops.h"
 #include "xiw_cm_int.h"
 #include "xiw_cm_mpa.h"
 
@@ -125,6 +126,7 @@ int xiw_cm_listen(const struct sockaddr *addr, int backlog, xiw_cm_handler h,
 	l->arg = arg;
 	l->refs = 1;
 	xiw_cm_knobs();		/* report bad knobs at the first listen */
+	xiw_sockops_before_connect();	/* accepted streams get ACK callbacks */
 	err = xiw_ksock_listen(addr, backlog, passive_new, l, &l->ks, bound);
 	if (err) {
 		free(l);

@@ -230,6 +230,14 @@ int xiw_sockops_load(void)
 	return so.err;
 }
 
+void xiw_sockops_before_connect(void)
+{
+	const char *m = getenv("XIW_TX_COMPLETION");
+
+	if (m && !strcmp(m, "ack"))
+		xiw_sockops_load();
+}
+
 int xiw_sockops_peek(void)
 {
 	if (!atomic_load_explicit(&load_done, memory_order_acquire))

@@ -39,6 +39,17 @@ int xiw_sockops_load(void);
  * CM; anyone holding a QP lock) peek and fall back to polling meanwhile.
  */
 int xiw_sockops_peek(void);
+
+/**
+ * xiw_sockops_before_connect() - in ack mode (XIW_TX_COMPLETION=ack), load
+ * and attach the tracer now, waiting for a load in progress (tens of ms,
+ * once per process): the program turns ACK callbacks on in its
+ * ESTABLISHED callbacks, so a TCP connection established before the
+ * attach never gets them and its QP falls back to polling. Called by
+ * xiw_cm_listen() and xiw_cm_connect() in the application's thread (never
+ * on the progress thread). No-op in copy mode.
+ */
+void xiw_sockops_before_connect(void);
 /** xiw_sockops_unload() - detach and free. Only when no other thread
  *  uses the tracer (tests); nothing needs doing at exit. */
 void xiw_sockops_unload(void);
