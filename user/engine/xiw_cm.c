@@ -125,14 +125,6 @@ struct connect_args {
 
 /* ---------------------------------------- refused connect: retry --- */
 
-static uint64_t cm_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * XIW_CM_REFUSED_RETRY_MS (default 1000, 0: off): how long an active open
  * keeps retrying a TCP connect the peer refused (RST: nothing listens yet)
@@ -176,7 +168,7 @@ static bool refused_retry(struct xiw_cm_conn *c, int err)
 	uint32_t delay = 2u << (c->refused_tries < 5 ? c->refused_tries : 5);
 
 	if (err != -ECONNREFUSED || c->state != CS_TCP_CONNECTING ||
-	    cm_now_ns() + (uint64_t)delay * 1000000u > c->refused_until_ns)
+	    xiw_now_ns() + (uint64_t)delay * 1000000u > c->refused_until_ns)
 		return false;
 	if (c->llp) {
 		xiw_llp_close(c->llp);
@@ -231,7 +223,7 @@ static int connect_start(struct xiw_cm_conn *c, struct connect_args *a)
 
 	if (a->src)
 		memcpy(&c->src, a->src, xiw_ksock_sa_len(a->src));
-	c->refused_until_ns = cm_now_ns() +
+	c->refused_until_ns = xiw_now_ns() +
 			      (uint64_t)refused_retry_ms() * 1000000u;
 	err = connect_tcp(c);
 	if (err && refused_retry(c, err))

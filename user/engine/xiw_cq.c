@@ -236,14 +236,6 @@ static int knob_int(const char *name, int dflt)
 	return v && *v ? atoi(v) : dflt;
 }
 
-static uint64_t cq_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * A thread spinning on an empty CQ yields every XIW_POLL_YIELD (default 8,
  * 0: never) empty polls: the progress thread that produces its completions
@@ -279,7 +271,7 @@ static void cq_idle_poll(struct xiw_cq *cq)
 	if (nap_after_us > 0 && nap_us > 0) {
 		uint64_t after_ns = (uint64_t)nap_after_us * 1000u;
 
-		now = cq_now_ns();
+		now = xiw_now_ns();
 		/* a gap between checks: the app did something else (waited
 		 * for a channel event, say), so a new empty streak starts */
 		if (!empty_since_ns || now - empty_check_ns > after_ns)

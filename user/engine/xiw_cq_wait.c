@@ -86,14 +86,6 @@ static int cq_spin_us(void)
 
 /* ------------------------------------------------------ waiter side --- */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* CQEs pushed and not yet polled; lock-free (a hint outside cq->lock) */
 static uint32_t cq_queued(struct xiw_cq *cq)
 {
@@ -110,7 +102,7 @@ static bool cq_spin(struct xiw_cq *cq, uint32_t nmin, uint64_t end_ns)
 				return true;
 			__builtin_ia32_pause();
 		}
-	} while (now_ns() < end_ns);
+	} while (xiw_now_ns() < end_ns);
 	return false;
 }
 
@@ -133,7 +125,7 @@ static bool cq_sleep(struct xiw_cq *cq, uint32_t nmin, uint64_t deadline_ns)
 		if (ready)
 			break;
 		if (deadline_ns != UINT64_MAX) {
-			now = now_ns();
+			now = xiw_now_ns();
 			if (now >= deadline_ns)
 				break;
 			rel.tv_sec = (time_t)((deadline_ns - now) / 1000000000u);
@@ -188,7 +180,7 @@ static bool cq_wait_ready(struct xiw_cq *cq, uint32_t nmin, int timeout_ms)
 		return true;
 	if (timeout_ms == 0)
 		return false;
-	start = now_ns();
+	start = xiw_now_ns();
 	deadline = cq_deadline(timeout_ms, start);
 	spin = cq_spin_us();
 	if (spin > 0) {
@@ -210,7 +202,7 @@ bool xiw_cq_nap(struct xiw_cq *cq, uint32_t us)
 
 	if (!atomic_compare_exchange_strong(&cq->waiter, &free_, CQ_NAPPER))
 		return false;
-	cq_sleep(cq, 1, now_ns() + (uint64_t)us * 1000u);
+	cq_sleep(cq, 1, xiw_now_ns() + (uint64_t)us * 1000u);
 	atomic_store(&cq->waiter, 0);
 	return true;
 }

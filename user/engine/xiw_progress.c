@@ -45,12 +45,12 @@ static struct {
 
 static __thread bool pg_self;
 
-static uint64_t now_ns(void)
+uint64_t xiw_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* ---------------------------------------------------------- timers --- */
@@ -74,7 +74,7 @@ void xiw_progress_timer_arm(struct xiw_ptimer *t, unsigned int ms,
 			    void (*fn)(void *arg), void *arg)
 {
 	xiw_progress_timer_cancel(t);
-	t->deadline_ns = now_ns() + (uint64_t)ms * 1000000ull;
+	t->deadline_ns = xiw_now_ns() + (uint64_t)ms * 1000000ull;
 	t->fn = fn;
 	t->arg = arg;
 	t->armed = true;
@@ -85,7 +85,7 @@ void xiw_progress_timer_arm(struct xiw_ptimer *t, unsigned int ms,
 /* Milliseconds until the next timer (rounded up), or -1 for none. */
 static int timers_wait_ms(void)
 {
-	uint64_t now = now_ns(), min = UINT64_MAX;
+	uint64_t now = xiw_now_ns(), min = UINT64_MAX;
 
 	for (struct xiw_ptimer *t = pg.timers; t; t = t->next)
 		if (t->deadline_ns < min)
@@ -101,7 +101,7 @@ static int timers_wait_ms(void)
 static void timers_fire(void)
 {
 	for (;;) {
-		uint64_t now = now_ns();
+		uint64_t now = xiw_now_ns();
 		struct xiw_ptimer *t;
 
 		for (t = pg.timers; t; t = t->next)
@@ -309,7 +309,7 @@ static uint64_t pg_spin_env_ns(void)
  */
 static bool pg_spinning(uint64_t until)
 {
-	return until && now_ns() < until;
+	return until && xiw_now_ns() < until;
 }
 
 static void *pg_main(void *unused)
@@ -328,7 +328,7 @@ static void *pg_main(void *unused)
 		n = epoll_wait(pg.epfd, evs, PG_MAX_EVENTS, tmo);
 		pg_awake();
 		if (n > 0 && spin_ns)
-			spin_until = now_ns() + spin_ns;
+			spin_until = xiw_now_ns() + spin_ns;
 		if (n < 0) {
 			if (errno != EINTR)
 				xiw_log(XIW_LOG_ERROR, "progress: epoll_wait: %s",

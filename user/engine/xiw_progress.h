@@ -83,4 +83,7 @@ void xiw_progress_timer_arm(struct xiw_ptimer *t, unsigned int ms,
  *  Progress thread only. */
 void xiw_progress_timer_cancel(struct xiw_ptimer *t);
 
+/** xiw_now_ns() - CLOCK_MONOTONIC in nanoseconds (timers, timeouts). */
+uint64_t xiw_now_ns(void);
+
 #endif /* XIW_PROGRESS_H */

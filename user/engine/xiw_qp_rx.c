@@ -755,14 +755,6 @@ static void rx_thread_slice(void)
 #define XIW_RX_APP_NS 200000ull	/* app passes got bytes this recently */
 #define XIW_RX_APP_CHECK_MS 1	/* are the apps still polling? */
 
-static uint64_t rx_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void rx_readable_locked(struct xiw_qp *qp);
 
 /*
@@ -787,7 +779,7 @@ static void rx_app_check(void *arg)
 	rx_hold(&h, qp);
 	l = rx_llp(qp);
 	if (l && atomic_load(&qp->rx_app_mode)) {
-		if (rx_now_ns() - atomic_load(&qp->rx_app_poll_ns) <
+		if (xiw_now_ns() - atomic_load(&qp->rx_app_poll_ns) <
 		    XIW_RX_APP_CHECK_MS * 1000000ull) {
 			xiw_progress_timer_arm(&qp->rq_timer, XIW_RX_APP_CHECK_MS,
 					       rx_app_check, qp);
@@ -816,7 +808,7 @@ static void rx_app_maybe_enter(struct xiw_qp *qp, struct xiw_llp *l)
 		on = getenv("XIW_RX_APP_MODE") ? atoi(getenv("XIW_RX_APP_MODE")) != 0 : 1;
 	if (!on || qp->rx_stop || atomic_load(&qp->rx_app_mode) ||
 	    atomic_load(&qp->state) != IBV_QPS_RTS || xiw_rq_waits(qp) ||
-	    rx_now_ns() - atomic_load(&qp->rx_app_got_ns) >= XIW_RX_APP_NS)
+	    xiw_now_ns() - atomic_load(&qp->rx_app_got_ns) >= XIW_RX_APP_NS)
 		return;
 	atomic_store(&qp->rx_app_mode, true);
 	xiw_llp_app_read(l, true);
@@ -953,7 +945,7 @@ bool xiw_rx_poll(struct xiw_qp *qp)
 	l = rx_llp(qp);
 	if (l && !qp->rtr_wait && !xiw_rq_waits(qp)) {
 		if (!(rx_poll_idle % XIW_RX_POLL_STAMP))
-			atomic_store_explicit(&qp->rx_app_poll_ns, rx_now_ns(),
+			atomic_store_explicit(&qp->rx_app_poll_ns, xiw_now_ns(),
 					      memory_order_relaxed);
 		for (int i = 0; i < XIW_RX_POLL_STEPS && !qp->rx_stop; i++) {
 			int r = rx_step(qp, l, RXM_APP);
@@ -967,7 +959,7 @@ bool xiw_rx_poll(struct xiw_qp *qp)
 			rx_flush_tx(qp);
 		/* a bulk stream is no reason to leave reading to apps */
 		if (got && !bulk)
-			atomic_store_explicit(&qp->rx_app_got_ns, rx_now_ns(),
+			atomic_store_explicit(&qp->rx_app_got_ns, xiw_now_ns(),
 					      memory_order_relaxed);
 	}
 	rx_self = prev;

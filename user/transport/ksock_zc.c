@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <linux/errqueue.h>
 #include "xiwarp/xiwarp.h"
+#include "xiw_progress.h"
 #include "ksock.h"
 #include "llp.h"
 
@@ -195,14 +196,6 @@ bool xiw_llp_zc_outstanding(struct xiw_llp *l)
 	return any;
 }
 
-static uint64_t zc_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Abort the connection: connect(AF_UNSPEC) runs tcp_disconnect(), which
  * sends RST and frees the write and retransmit queues, so nothing more is
@@ -234,7 +227,7 @@ static void zc_abort(struct xiw_llp *l)
  */
 int xiw_llp_zc_quiesce(struct xiw_llp *l, unsigned int max_ms)
 {
-	uint64_t end = zc_now_ns() + (uint64_t)max_ms * 1000000ull;
+	uint64_t end = xiw_now_ns() + (uint64_t)max_ms * 1000000ull;
 	long nap_ns = 50 * 1000;
 
 	if (!xiw_llp_zc_outstanding(l))
@@ -244,7 +237,7 @@ int xiw_llp_zc_quiesce(struct xiw_llp *l, unsigned int max_ms)
 		xiw_ksock_zc_reap(l);
 		if (!xiw_llp_zc_outstanding(l))
 			return 0;
-		if (zc_now_ns() >= end)
+		if (xiw_now_ns() >= end)
 			return -ETIMEDOUT;
 		/* a closed TCP socket polls HUP at once: sleep, not poll() */
 		nanosleep(&(struct timespec){ 0, nap_ns }, NULL);
