@@ -391,6 +391,25 @@ static void txack_kick(void *arg)
 	txack_scan(false);
 }
 
+/*
+ * Queue one scan on the progress thread unless one is on its way
+ * (txack.lock held on entry, released here).
+ * Return: false if it could not be queued (out of memory).
+ */
+static bool txack_kick_unlock(void)
+{
+	bool kick = !txack.kick_queued;
+
+	txack.kick_queued = true;
+	pthread_mutex_unlock(&txack.lock);
+	if (!kick || !xiw_progress_run(txack_kick, NULL))
+		return true;
+	pthread_mutex_lock(&txack.lock);
+	txack.kick_queued = false;
+	pthread_mutex_unlock(&txack.lock);
+	return false;
+}
+
 /**
  * xiw_txack_forget() - @qp's tracked WRs were flushed or its stream reset
  * (tx_lock held): have the progress thread drop its reference now rather
@@ -398,19 +417,10 @@ static void txack_kick(void *arg)
  */
 void xiw_txack_forget(struct xiw_qp *qp)
 {
-	bool kick;
-
 	if (!qp->ack_listed)
 		return;
 	pthread_mutex_lock(&txack.lock);
-	kick = !txack.kick_queued;
-	txack.kick_queued = true;
-	pthread_mutex_unlock(&txack.lock);
-	if (kick && xiw_progress_run(txack_kick, NULL)) {
-		pthread_mutex_lock(&txack.lock);
-		txack.kick_queued = false;
-		pthread_mutex_unlock(&txack.lock);
-	}
+	txack_kick_unlock();	/* else the next timer drops the ref */
 }
 
 /**
@@ -420,8 +430,6 @@ void xiw_txack_forget(struct xiw_qp *qp)
  */
 void xiw_txack_watch(struct xiw_qp *qp)
 {
-	bool kick;
-
 	if (qp->ack_listed)
 		return;
 	xiw_qp_ref(qp);
@@ -429,14 +437,7 @@ void xiw_txack_watch(struct xiw_qp *qp)
 	qp->ack_listed = true;
 	qp->ack_next = txack.list;
 	txack.list = qp;
-	kick = !txack.kick_queued;
-	txack.kick_queued = true;
-	pthread_mutex_unlock(&txack.lock);
-	if (kick && xiw_progress_run(txack_kick, NULL)) {
-		pthread_mutex_lock(&txack.lock);
-		txack.kick_queued = false;
-		pthread_mutex_unlock(&txack.lock);
+	if (!txack_kick_unlock())
 		xiw_log(XIW_LOG_ERROR, "qp %u: ACK completions not watched",
 			qp->ibv.qp_num);
-	}
 }
