@@ -178,6 +178,47 @@ static void test_ring_and_args(void **state)
 	xiw_txc_free(&t);
 }
 
+/* The nth pending WR's target and id (the watermark skips unsignalled
+ * WRs, xiw_txack.c): in both methods, and across the ring's wrap. */
+static void test_target_at(void **state)
+{
+	struct xiw_txc t;
+
+	(void)state;
+	for (int m = 0; m < 2; m++) {
+		int method = m ? XIW_ACK_EQL : XIW_ACK_HSN;
+
+		assert_int_equal(xiw_txc_init(&t, method, 4), 0);
+		xiw_txc_sync(&t, 0xfffffff0u, 0);
+		for (uint32_t i = 0; i < 6; i++) {	/* ring of 4: wraps */
+			uint32_t id;
+
+			xiw_txc_handed(&t, 16);
+			assert_int_equal(xiw_txc_add(&t, 0, 100 + i), 0);
+			if (xiw_txc_pending(&t) == 3) {	/* complete the oldest */
+				assert_true(xiw_txc_take(&t, xiw_txc_target(&t, 0, 0), 0,
+							 &id) || method == XIW_ACK_EQL);
+				if (method == XIW_ACK_EQL)
+					assert_true(xiw_txc_take(&t, 0, 0, &id));
+			}
+		}
+		/* 2 pending: ids 104, 105 at 0xfffffff0 + 80 and + 96 */
+		assert_int_equal(xiw_txc_pending(&t), 2);
+		assert_int_equal(xiw_txc_id_at(&t, 0), 104);
+		assert_int_equal(xiw_txc_id_at(&t, 1), 105);
+		assert_int_equal(xiw_txc_target_at(&t, 0, 0, 0),
+				 xiw_txc_target(&t, 0, 0));
+		if (method == XIW_ACK_HSN) {
+			assert_int_equal(xiw_txc_target_at(&t, 0, 0, 0), 0xfffffff0u + 80);
+			assert_int_equal(xiw_txc_target_at(&t, 0, 0, 1), 0xfffffff0u + 96);
+		} else {	/* una 0, outq 32: EQL of 104 is 16, of 105 is 0 */
+			assert_int_equal(xiw_txc_target_at(&t, 0, 32, 0), 16);
+			assert_int_equal(xiw_txc_target_at(&t, 0, 32, 1), 32);
+		}
+		xiw_txc_free(&t);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +229,7 @@ int main(void)
 		cmocka_unit_test(test_eql_counter_wrap),
 		cmocka_unit_test(test_not_early),
 		cmocka_unit_test(test_ring_and_args),
+		cmocka_unit_test(test_target_at),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

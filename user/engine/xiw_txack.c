@@ -207,6 +207,28 @@ static bool qp_ack_take(struct xiw_qp *qp, uint32_t *una, uint32_t *outq)
 }
 
 /*
+ * Where to put the watermark: at the oldest tracked WR someone waits for,
+ * a signalled one (its WC) or a zero-copy one (its pages); the
+ * unsignalled WRs before it complete with it. So an app that signals
+ * every Nth WR (perftest: every 100th) costs one ACK event per N WRs, not
+ * one per WR. With none of those pending, the newest: its ACK frees every
+ * pending WR's SQ slot at once. tx_lock held, WRs pending.
+ */
+static uint32_t ack_target(struct xiw_qp *qp, uint32_t una, uint32_t outq)
+{
+	uint32_t n = xiw_txc_pending(&qp->txc), i;
+
+	for (i = 0; i + 1 < n; i++) {
+		uint32_t id = xiw_txc_id_at(&qp->txc, i);
+		const struct xiw_sqe *e = &qp->sq[id & qp->sq_mask];
+
+		if (qp->sig_all || (e->flags & IBV_SEND_SIGNALED) || e->zc)
+			break;
+	}
+	return xiw_txc_target_at(&qp->txc, una, outq, i);
+}
+
+/*
  * Check @qp, arm its sockops watermark if WRs are still pending (then
  * check again: the ACK may have come before the arm). tx_lock held.
  * Return: true if WRs still wait; *fast: the QP needs the poll timer;
@@ -227,7 +249,7 @@ static bool qp_ack_poll(struct xiw_qp *qp, bool *fast, bool *took)
 		*fast = true;
 	for (int i = 0; i < 2 && xiw_txc_pending(&qp->txc); i++) {
 		if (!qp->ack_traced ||
-		    xiw_llp_ack_arm(qp->llp, xiw_txc_target(&qp->txc, una, outq))) {
+		    xiw_llp_ack_arm(qp->llp, ack_target(qp, una, outq))) {
 			*fast = true;
 			break;
 		}

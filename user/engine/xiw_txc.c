@@ -90,7 +90,18 @@ bool xiw_txc_take(struct xiw_txc *t, uint32_t una_bytes, uint32_t outq,
 uint32_t xiw_txc_target(const struct xiw_txc *t, uint32_t una_bytes,
 			uint32_t outq)
 {
-	uint32_t key = t->key[oldest(t)];
+	return xiw_txc_target_at(t, una_bytes, outq, 0);
+}
+
+uint32_t xiw_txc_id_at(const struct xiw_txc *t, uint32_t nth)
+{
+	return t->id[(oldest(t) + nth) & (t->size - 1)];
+}
+
+uint32_t xiw_txc_target_at(const struct xiw_txc *t, uint32_t una_bytes,
+			   uint32_t outq, uint32_t nth)
+{
+	uint32_t key = t->key[(oldest(t) + nth) & (t->size - 1)];
 
 	if (t->method == XIW_ACK_HSN)
 		return key;

@@ -107,4 +107,14 @@ bool xiw_txc_take(struct xiw_txc *t, uint32_t una_bytes, uint32_t outq,
 uint32_t xiw_txc_target(const struct xiw_txc *t, uint32_t una_bytes,
 			uint32_t outq);
 
+/**
+ * xiw_txc_target_at() - as xiw_txc_target() for the @nth oldest pending
+ * WR (0: the oldest). Only valid with @nth < xiw_txc_pending().
+ */
+uint32_t xiw_txc_target_at(const struct xiw_txc *t, uint32_t una_bytes,
+			   uint32_t outq, uint32_t nth);
+
+/** xiw_txc_id_at() - the id given to xiw_txc_add() of the @nth oldest. */
+uint32_t xiw_txc_id_at(const struct xiw_txc *t, uint32_t nth);
+
 #endif /* XIW_TXC_H */
