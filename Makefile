@@ -44,7 +44,7 @@ TOOL_BINS := $(TOOL_SRCS:user/tools/%.c=$(BIN)/%)
 LIBS := $(LIB)/libxiwarp.so.1 $(LIB)/libxiwarp.a $(LIB)/libibverbs.so.1 \
         $(LIB)/librdmacm.so.1 $(LIB)/libmlx5.so.1 $(LIB)/libefa.so.1
 
-.PHONY: all bpf libs tools tests fuzz check-tools test demo bench clean
+.PHONY: all bpf libs tools tests fuzz check-tools test demo bench interop clean
 all: check-tools bpf libs tools tests fuzz
 
 # ---------------------------------------------------------------- tools ---
@@ -150,7 +150,16 @@ $(BUILD)/tests/bpf/%: $(OBJ)/tests/bpf/%.o $(LIB)/libxiwarp.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(LIB)/libxiwarp.a $(LDFLAGS) -lcmocka $(ENGINE_LIBS)
 
-tests: $(UNIT_BINS) $(NETNS_BINS) $(BPFT_BINS)
+# Interop test programs (tests/interop/*.c), linked like the netns ones.
+INTEROP_SRCS := $(sort $(wildcard tests/interop/*.c))
+INTEROP_BINS := $(INTEROP_SRCS:tests/interop/%.c=$(BUILD)/tests/interop/%)
+
+$(BUILD)/tests/interop/%: $(OBJ)/tests/interop/%.o $(LIB)/libibverbs.so.1 $(LIB)/librdmacm.so.1
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< -Wl,-rpath,'$$ORIGIN/../../lib' $(LIB)/librdmacm.so.1 \
+	  $(LIB)/libibverbs.so.1 $(LIB)/libxiwarp.so.1 $(LDFLAGS)
+
+tests: $(UNIT_BINS) $(NETNS_BINS) $(BPFT_BINS) $(INTEROP_BINS)
 
 # libFuzzer harnesses: clang, the engine compiled again with coverage.
 FUZZ_CFLAGS := -O1 -g -std=gnu11 -D_GNU_SOURCE -pthread $(WARN) \
@@ -186,6 +195,13 @@ bench:
 	bash scripts/deps.sh
 	$(MAKE) libs tools
 	bash scripts/bench.sh
+
+# siw interop tier: xiwarp against the kernel's siw in a qemu guest
+# (../shared/siw-peer; tests/interop/siw_interop.sh --help)
+interop:
+	bash scripts/deps.sh
+	$(MAKE) libs tools tests
+	bash tests/interop/siw_interop.sh
 
 clean:
 	rm -rf build
