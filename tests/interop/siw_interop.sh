@@ -1,0 +1,613 @@
+#!/usr/bin/env bash
+# tests/interop/siw_interop.sh — the siw interop tier: xiwarp against the
+# Linux kernel's SoftiWARP (siw, Debian 6.1) in a qemu guest
+# (../shared/siw-peer, README inside), with unmodified Debian clients on
+# both ends. One PASS/FAIL line per cell, then a summary; exit 0 only if
+# every cell passed, 77 (skip) when qemu/tun/the siw peer are not usable.
+#
+# Roles: "siwsrv" = siw server in the guest, xiwarp client (xiwrun) in the
+# host namespace; "xiwsrv" = xiwarp server in the host namespace, siw
+# client in the guest. The guest boots once per siw parameter set:
+#   default   siw defaults (CRC off, not strict, MPA v2, no P2P, no GSO)
+#             rping: crc-off, XIW_MPA_CRC=1, XIW_MPA_VERSION=1,
+#               XIW_MPA_P2P=0, XIW_MPA_P2P=1; XIW_MPA_MARKERS=1 must fail
+#               promptly (siw refuses markers);
+#             ib_{write,read,send}_{bw,lat} -R at -s 65536 and -s 2;
+#             rdma_server/rdma_client;
+#             xiw_hostile bad-stag / bad-ddp-ver (with and without CRC)
+#               against a siw rping server: TERMINATE decoded by tshark;
+#             xiw_remerr: invalid-rkey WRITE / READ -> remote error WC.
+#   crcreq    siw.mpa_crc_required=1: rping, xiwarp CRC off
+#   strict    siw.mpa_crc_strict=1: rping with xiwarp CRC off must pass,
+#             with XIW_MPA_CRC=1 must fail promptly (reject, no hang)
+#   v1        siw.mpa_version=1: rping
+#   p2p       siw.peer_to_peer=1: rping with XIW_MPA_P2P=1 and =0
+# Every rping cell (rping -v -V -C 100 -S 4096 on both ends) is captured
+# on the tap and judged: tshark decodes the MPA request/reply and every
+# FPDU as iwarp_ddp_rdmap, no malformed frames or expert errors, CRCs good
+# when CRC is on; an independent walk (mpa_walk.py) checks framing (the
+# CRC field is always present), CRC32C, and that every FPDU xiwarp sends
+# fits the peer's MSS (siw runs with try_gso off).
+#
+# Usage: tests/interop/siw_interop.sh [--help] [--list]
+# Environment:
+#   XIW_SIW_PEER=DIR       the siw-peer harness (default $ROOT/../shared/siw-peer)
+#   SIW_CACHE=DIR          its cache (default /var/cache/xiwarp/siw-peer); the
+#                          image is built there (build.sh) when missing
+#   SIW_ACCEL=tcg          qemu accelerator (auto probes KVM first)
+#   XIW_INTEROP_NS=xiwinterop  XIW_INTEROP_TAP=xiwtapI
+#   XIW_INTEROP_RUN=/var/tmp/xiwarp-interop-run  XIW_INTEROP_NET=10.79.0
+#                          our guest's namespace, tap, run dir and /24
+#   XIW_INTEROP_RUNS=N     repeat the whole matrix N times (default 1)
+#   XIW_INTEROP_FILTER=RE  only cells whose name matches (grep -E); boot
+#                          sets without a matching cell are not booted
+#   XIW_INTEROP_XIWENV='K=V ..'  extra env for every xiwarp process
+#   XIW_INTEROP_BW_ITERS=200 XIW_INTEROP_LAT_ITERS=100  perftest -n
+#   XIW_INTEROP_LOGS=DIR   logs and captures (default $BUILD/interop-logs)
+#   BUILD=build
+# timeout: 2400
+set -uo pipefail
+
+ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)
+HERE=$ROOT/tests/interop
+
+usage() { sed -n '2,/^# timeout:/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+case ${1:-} in
+-h | --help) usage; exit 0 ;;
+--list) LIST_ONLY=1 ;;
+"") LIST_ONLY=0 ;;
+*) echo "unknown argument $1" >&2; usage >&2; exit 2 ;;
+esac
+
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
+XIWRUN=$BUILD/bin/xiwrun
+HOSTILE=$BUILD/tests/netns/xiw_hostile
+REMERR=$BUILD/tests/interop/xiw_remerr
+
+PEER=${XIW_SIW_PEER:-$ROOT/../shared/siw-peer}
+export SIW_CACHE=${SIW_CACHE:-/var/cache/xiwarp/siw-peer}
+export SIW_ACCEL=${SIW_ACCEL:-tcg}
+NET=${XIW_INTEROP_NET:-10.79.0}
+export SIW_NS=${XIW_INTEROP_NS:-xiwinterop}
+export SIW_TAP=${XIW_INTEROP_TAP:-xiwtapI}
+export SIW_RUN=${XIW_INTEROP_RUN:-/var/tmp/xiwarp-interop-run}
+export SIW_HOST_IP=$NET.1 SIW_GUEST_IP=$NET.2
+export SIW_GUEST_MAC=${XIW_INTEROP_MAC:-52:54:00:79:00:02}
+HIP=$SIW_HOST_IP GIP=$SIW_GUEST_IP
+
+RUNS=${XIW_INTEROP_RUNS:-1}
+FILTER=${XIW_INTEROP_FILTER:-}
+read -r -a XENV <<<"${XIW_INTEROP_XIWENV:-}"
+BW_N=${XIW_INTEROP_BW_ITERS:-200}
+LAT_N=${XIW_INTEROP_LAT_ITERS:-100}
+RPING_C=100
+RPING_S=${XIW_INTEROP_RPING_SIZE:-4096}
+T_CELL=${XIW_INTEROP_T_CELL:-60}  # a client must end within this (seconds)
+T_GRACE=15     # the server must end this long after its client
+T_FAIL=20      # an expected failure must be reported within this
+LOGS=${XIW_INTEROP_LOGS:-$BUILD/interop-logs}
+
+# ------------------------------------------------------------ cell list
+# "SET CELL" lines: the whole matrix, in run order.
+SETS=(default crcreq strict v1 p2p)
+declare -A APPEND=(
+	[default]=""
+	[crcreq]="siw.mpa_crc_required=1"
+	[strict]="siw.mpa_crc_strict=1"
+	[v1]="siw.mpa_version=1"
+	[p2p]="siw.peer_to_peer=1"
+)
+cells_of() {
+	local set=$1 r p s
+	case $set in
+	default)
+		for r in siwsrv xiwsrv; do
+			echo "rping/$r/crc-off"
+			echo "rping/$r/xiw-crc"
+			echo "rping/$r/xiw-v1"
+			echo "rping/$r/xiw-p2p0"
+			echo "rping/$r/xiw-p2p1"
+			echo "rping/$r/xiw-markers(must-fail)"
+		done
+		for p in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat; do
+			for s in 65536 2; do
+				for r in siwsrv xiwsrv; do echo "perf/$r/$p-s$s"; done
+			done
+		done
+		for r in siwsrv xiwsrv; do echo "rdmacm/$r/rdma_server+client"; done
+		echo "hostile/siwsrv/bad-stag-crc"
+		echo "hostile/siwsrv/bad-ddp-ver-crc"
+		echo "hostile/siwsrv/bad-stag"
+		echo "hostile/siwsrv/bad-ddp-ver"
+		echo "term/siwsrv/remerr-write"
+		echo "term/siwsrv/remerr-read"
+		;;
+	crcreq)
+		for r in siwsrv xiwsrv; do echo "rping/$r/siw-crcreq"; done ;;
+	strict)
+		for r in siwsrv xiwsrv; do
+			echo "rping/$r/siw-strict"
+			echo "rping/$r/siw-strict+xiw-crc(must-fail)"
+		done ;;
+	v1)
+		for r in siwsrv xiwsrv; do echo "rping/$r/siw-v1"; done ;;
+	p2p)
+		for r in siwsrv xiwsrv; do
+			echo "rping/$r/siw-p2p1"
+			echo "rping/$r/siw-p2p1+xiw-p2p0"
+		done ;;
+	esac
+}
+wanted() { [ -z "$FILTER" ] || grep -qE -- "$FILTER" <<<"$1"; }
+
+if [ "$LIST_ONLY" = 1 ]; then
+	for set in "${SETS[@]}"; do
+		cells_of "$set" | sed "s|^|$set:${APPEND[$set]:-(siw defaults)}  |"
+	done
+	exit 0
+fi
+
+# ------------------------------------------------------- can we run?
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "not root (qemu on a tap in a network namespace needs root)"
+[ -d "$PEER" ] && [ -x "$PEER/run.sh" ] || skip "no siw peer harness at $PEER (set XIW_SIW_PEER)"
+command -v "${SIW_QEMU:-qemu-system-x86_64}" >/dev/null ||
+	skip "qemu-system-x86_64 not installed (bash scripts/deps.sh installs qemu-system-x86)"
+[ -c /dev/net/tun ] || skip "no /dev/net/tun (the guest's NIC is a tap)"
+for p in rping ib_write_bw rdma_server tshark dumpcap python3; do
+	command -v $p >/dev/null || skip "$p not installed (need: bash scripts/deps.sh)"
+done
+for f in "$XIWRUN" "$HOSTILE" "$REMERR" "$BUILD/lib/libibverbs.so.1"; do
+	[ -e "$f" ] || { echo "FAIL: $f missing: run 'make'"; exit 1; }
+done
+case $SIW_CACHE in "$ROOT"/* | "$(cd "$PEER" && pwd -P)"/*)
+	echo "FAIL: SIW_CACHE=$SIW_CACHE must be outside the clone and the harness"; exit 1 ;;
+esac
+if [ ! -f "$SIW_CACHE/out/vmlinuz" ] || [ ! -f "$SIW_CACHE/out/initramfs.cpio.gz" ]; then
+	echo "siw guest image missing in $SIW_CACHE/out: building it ($PEER/build.sh, 1-2 min)"
+	mkdir -p "$SIW_CACHE"
+	"$PEER/build.sh" >"/tmp/xiw-interop-build.$$.log" 2>&1 || {
+		tail -n 20 "/tmp/xiw-interop-build.$$.log"
+		echo "FAIL: $PEER/build.sh failed (log /tmp/xiw-interop-build.$$.log)"
+		exit 1
+	}
+fi
+
+rm -rf "$LOGS"
+mkdir -p "$LOGS" "$SIW_RUN"
+
+# ------------------------------------------------------------ cleanup
+HPIDS=()
+cleanup() {
+	local p
+	for p in "${HPIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	"$PEER/stop.sh" >/dev/null 2>&1 || true
+	ip netns del "$SIW_NS" 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ------------------------------------------------------------ helpers
+ns() { ip netns exec "$SIW_NS" "$@"; }
+gsh() { "$PEER/guest.sh" -t "${GT:-150}" "$@"; }
+
+# gbg NAME CMD: CMD detached in the guest, output in /tmp/NAME.log there,
+# ended by "__rc=N". The guest pid (a session leader) goes to GPID.
+gbg() {
+	local out
+	out=$("$PEER/guest.sh" -b "( $2 ) >/tmp/$1.log 2>&1; echo __rc=\$? >>/tmp/$1.log") || return 1
+	GPID=$(sed -n 's/^guest pid //p' <<<"$out")
+}
+# gwait NAME SECONDS: the detached command's exit status (124: still
+# running after SECONDS, then it is killed); its log goes to $2.log
+gwait() {
+	local name=$1 t=$2 end=$((SECONDS + $2)) rc
+	while [ $SECONDS -lt $end ]; do
+		rc=$(gsh "sed -n 's/^__rc=//p' /tmp/$name.log" 2>/dev/null)
+		[ -n "$rc" ] && break
+		sleep 0.5
+	done
+	[ -n "$rc" ] || { gsh "kill -KILL -$GPID" >/dev/null 2>&1; rc=124; }
+	gsh "cat /tmp/$name.log; rm -f /tmp/$name.log" >"$CELLDIR/guest.log" 2>&1
+	return "$rc"
+}
+# glisten PORT SECONDS: a TCP listener on PORT in the guest
+glisten() {
+	local hex end=$((SECONDS + $2))
+	hex=$(printf '%04X' "$1")
+	while [ $SECONDS -lt $end ]; do
+		gsh "awk '\$4 == \"0A\" && \$2 ~ /:$hex\$/ {f = 1} END {exit !f}' /proc/net/tcp" \
+			>/dev/null 2>&1 && return 0
+		sleep 0.3
+	done
+	return 1
+}
+# hbg LOG CMD...: CMD in our namespace, backgrounded; pid in HPID
+hbg() {
+	local log=$1
+	shift
+	# ip netns exec execs the command: $! is the program itself
+	ip netns exec "$SIW_NS" "$@" >"$log" 2>&1 </dev/null &
+	HPID=$!
+	HPIDS+=("$HPID")
+}
+hlisten() { # PORT SECONDS PID
+	local end=$((SECONDS + $2))
+	while [ $SECONDS -lt $end ]; do
+		ns ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+		kill -0 "$3" 2>/dev/null || return 1
+		sleep 0.2
+	done
+	return 1
+}
+hwait() { # PID SECONDS: exit status, 124 after killing it
+	local end=$((SECONDS + $2)) rc
+	while kill -0 "$1" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
+	if kill -0 "$1" 2>/dev/null; then
+		kill -TERM "$1" 2>/dev/null; sleep 1; kill -KILL "$1" 2>/dev/null
+		wait "$1" 2>/dev/null
+		return 124
+	fi
+	wait "$1"; rc=$?
+	return $rc
+}
+xiw() { env "${XENV[@]}" "$@"; }
+
+cap_start() { # PORT: dumpcap on the tap for that port -> $CELLDIR/cap.pcapng
+	local i
+	CAP=$CELLDIR/cap.pcapng
+	ip netns exec "$SIW_NS" dumpcap -q -i "$SIW_TAP" -f "tcp port $1" -w "$CAP" \
+		2>"$CELLDIR/dumpcap.log" </dev/null >/dev/null &
+	CAPPID=$!
+	HPIDS+=("$CAPPID")
+	for i in $(seq 100); do
+		grep -q "Capturing on" "$CELLDIR/dumpcap.log" 2>/dev/null && return 0
+		kill -0 "$CAPPID" 2>/dev/null || break
+		sleep 0.1
+	done
+	return 1
+}
+cap_stop() {
+	sleep 0.5
+	kill -INT "$CAPPID" 2>/dev/null
+	hwait "$CAPPID" 10 >/dev/null
+}
+
+# perftest result column of a client log: BW average[MB/sec] or t_typical
+perf_value() {
+	awk -v what="$2" '
+		/^[ \t]*#bytes/ {
+			h = $0
+			gsub(/BW peak/, "BW_peak", h); gsub(/BW average/, "BW_average", h)
+			gsub(/% percentile/, "%_percentile", h)
+			n = split(h, col, /[ \t]+/); idx = 0; k = 0
+			for (i = 1; i <= n; i++) {
+				if (col[i] == "") continue
+				k++
+				if (what == "bw" && col[i] ~ /^BW_average/) idx = k
+				if (what == "lat" && col[i] ~ /^t_typical/) idx = k
+			}
+			want = idx; next
+		}
+		want && $1 ~ /^[0-9]+$/ { print $want; want = 0; exit }
+	' "$1" 2>/dev/null
+}
+
+NPASS=0 NFAIL=0
+FAILED=()
+RATES=()
+result() { # CELL OK(0|1) DETAIL
+	local line
+	if [ "$2" = 0 ]; then
+		NPASS=$((NPASS + 1))
+		line=$(printf 'PASS  %-46s %s' "$CUR" "$3")
+	else
+		NFAIL=$((NFAIL + 1))
+		FAILED+=("$CUR")
+		line=$(printf 'FAIL  %-46s %s' "$CUR" "$3")
+	fi
+	echo "$line"
+	echo "$line" >"$CELLDIR/result"
+	if [ "$2" != 0 ]; then
+		for f in "$CELLDIR"/{client,server,guest}.log "$CELLDIR/analysis.txt"; do
+			[ -s "$f" ] || continue
+			echo "    --- ${f##*/} (last 12 lines)"
+			tail -n 12 "$f" | sed 's/^/    | /'
+		done
+		gsh 'dmesg | grep -i siw | tail -n 5' 2>/dev/null | sed 's/^/    | dmesg: /'
+	fi
+}
+
+# ------------------------------------------------------------ analysis
+# analyze PORT XIWDIR(c2s|s2c) CRC(0|1|-): tshark + mpa_walk verdict of
+# $CAP; sets WHY (empty = fine) and WIRE (summary)
+analyze() {
+	local port=$1 xdir=$2 crc=$3 st f rc=0 mss lim mx
+	local -A v=()
+	WHY="" WIRE=""
+	st=$(tshark -n -r "$CAP" --disable-protocol rpcordma -q -z \
+		"io,stat,0,iwarp_mpa.req,iwarp_mpa.rep,iwarp_mpa.fpdu,iwarp_ddp_rdmap,_ws.malformed,_ws.expert.severity==\"Error\",iwarp_mpa.crc_check" 2>>"$CELLDIR/analysis.txt" |
+		awk -F'|' '/<>/ { for (i = 3; i <= NF; i += 2) { gsub(/ /, "", $i); printf "%s ", $i } }')
+	read -r v[req] v[rep] v[fpdu] v[ddp] v[mal] v[exp] v[crcf] <<<"$st"
+	# tshark's CRC verdicts ("Good CRC32" / "Bad CRC32", -V text only)
+	v[badcrc]=0/0
+	if [ "$crc" = 1 ]; then
+		v[badcrc]=$(tshark -n -r "$CAP" --disable-protocol rpcordma -V 2>/dev/null |
+			awk '/Bad CRC32/ { b++ } /Good CRC32/ { g++ } END { printf "%d/%d", b, b + g }')
+	fi
+	python3 "$HERE/mpa_walk.py" "$CAP" "$port" >"$CELLDIR/walk.txt" 2>&1 || rc=$?
+	while IFS='=' read -r f val; do
+		case $f in [a-z_]*) v[w_$f]=$val ;; esac
+	done <"$CELLDIR/walk.txt"
+	{
+		echo "tshark: req ${v[req]} rep ${v[rep]} fpdu-frames ${v[fpdu]} ddp-frames ${v[ddp]} malformed ${v[mal]} expert-errors ${v[exp]} crc-frames ${v[crcf]} crc-bad/all ${v[badcrc]}"
+		cat "$CELLDIR/walk.txt"
+	} >>"$CELLDIR/analysis.txt"
+	[ "${v[req]:-0}" -ge 1 ] && [ "${v[rep]:-0}" -ge 1 ] || WHY+="tshark: no MPA request/reply; "
+	[ "${v[fpdu]:-0}" -gt 0 ] && [ "${v[ddp]:-0}" -ge "${v[fpdu]:-0}" ] ||
+		WHY+="tshark: ${v[ddp]:-0} of ${v[fpdu]:-0} FPDU frames decode as iwarp_ddp_rdmap; "
+	[ "${v[mal]:-1}" = 0 ] || WHY+="tshark: ${v[mal]} malformed frames; "
+	[ "${v[exp]:-1}" = 0 ] || WHY+="tshark: ${v[exp]} frames with expert errors; "
+	[ $rc = 0 ] || WHY+="mpa_walk: $(grep -m1 mpa_error "$CELLDIR/walk.txt" | cut -c12-150) (exit $rc); "
+	if [ "$crc" = 1 ]; then
+		[ "${v[w_crc_on]:-0}" = 1 ] || WHY+="CRC not negotiated (req ${v[w_mpa_req]:-?}, rep ${v[w_mpa_rep]:-?}); "
+		[ "${v[badcrc]%%/*}" = 0 ] && [ "${v[badcrc]#*/}" -gt 0 ] || WHY+="tshark Bad CRC32 (bad/all) ${v[badcrc]}; "
+	elif [ "$crc" = 0 ]; then
+		[ "${v[w_crc_on]:-1}" = 0 ] || WHY+="CRC negotiated although nobody asked; "
+	fi
+	# every FPDU xiwarp sends fits one segment of the peer's MSS
+	if [ "$xdir" = c2s ]; then mss=${v[w_mss_s]:-0}; mx=${v[w_max_fpdu_c2s]:-0}; else mss=${v[w_mss_c]:-0}; mx=${v[w_max_fpdu_s2c]:-0}; fi
+	lim=$mss
+	[ "${v[w_ts]:-0}" = 1 ] && lim=$((mss - 12))
+	if [ "$mss" -gt 0 ] && [ "$mx" -gt "$lim" ]; then
+		WHY+="xiwarp FPDU of $mx octets > one segment ($lim = MSS $mss - options); "
+	fi
+	local xu su
+	if [ "$xdir" = c2s ]; then xu=${v[w_max_ulpdu_c2s]:-?}; su=${v[w_max_ulpdu_s2c]:-?}; else xu=${v[w_max_ulpdu_s2c]:-?}; su=${v[w_max_ulpdu_c2s]:-?}; fi
+	WIRE="req ${v[w_mpa_req]:-?} rep ${v[w_mpa_rep]:-?}; FPDUs $((${v[w_fpdus_c2s]:-0} + ${v[w_fpdus_s2c]:-0})), CRC good ${v[w_crc_good]:-0}${v[badcrc]:+ (tshark bad/all ${v[badcrc]})}; max ULPDU xiwarp $xu siw $su (seg $lim)"
+}
+
+# ------------------------------------------------------------ cells
+PORT=20000
+next_port() { PORT=$((PORT + 1)); }
+
+# knobs of a cell name: XIWK (xiwarp env), EXPECT (pass|fail), CRC (0|1)
+cell_knobs() {
+	local c=$1
+	XIWK=() EXPECT=pass CRC=0
+	case $c in *must-fail*) EXPECT=fail ;; esac
+	case $c in *xiw-crc*) XIWK+=(XIW_MPA_CRC=1); CRC=1 ;; esac
+	case $c in *xiw-v1*) XIWK+=(XIW_MPA_VERSION=1) ;; esac
+	case $c in *xiw-p2p0*) XIWK+=(XIW_MPA_P2P=0) ;; esac
+	case $c in *xiw-p2p1*) XIWK+=(XIW_MPA_P2P=1) ;; esac
+	case $c in *xiw-markers*) XIWK+=(XIW_MPA_MARKERS=1) ;; esac
+	case $c in *siw-crcreq*) CRC=1 ;; esac
+	for kv in "${XENV[@]}"; do [ "$kv" = XIW_MPA_CRC=1 ] && CRC=1; done
+}
+
+cell_rping() { # ROLE
+	local role=$1 rc=0 crc n t0 dt why="" crole srole sargs cargs
+	cell_knobs "$CUR"
+	next_port
+	sargs=(-s -a "$([ "$role" = siwsrv ] && echo 0.0.0.0 || echo "$HIP")" -p "$PORT" -v -V -C "$RPING_C" -S "$RPING_S")
+	cargs=(-c -a "$([ "$role" = siwsrv ] && echo "$GIP" || echo "$HIP")" -p "$PORT" -v -V -C "$RPING_C" -S "$RPING_S")
+	cap_start "$PORT" || { result "$CUR" 1 "dumpcap did not start"; return; }
+	t0=$SECONDS
+	if [ "$role" = siwsrv ]; then
+		gbg srv "rping ${sargs[*]}" && glisten "$PORT" 30 || { cap_stop; result "$CUR" 1 "siw rping server did not listen"; return; }
+		t0=$SECONDS
+		ns timeout "$T_CELL" env "${XIWK[@]}" "${XENV[@]}" "$XIWRUN" rping "${cargs[@]}" \
+			>"$CELLDIR/client.log" 2>&1 </dev/null || rc=$?
+		dt=$((SECONDS - t0))
+		# a siw rping server whose client was refused waits for ever:
+		# not our hang, so do not wait long for it then
+		gwait srv "$([ "$EXPECT" = fail ] && echo 3 || echo $T_GRACE)"; srole=$?
+	else
+		hbg "$CELLDIR/server.log" env "${XIWK[@]}" "${XENV[@]}" "$XIWRUN" rping "${sargs[@]}"
+		hlisten "$PORT" 30 "$HPID" || { cap_stop; result "$CUR" 1 "xiwarp rping server did not listen"; return; }
+		t0=$SECONDS
+		GT=$((T_CELL + 15)) gsh "timeout $T_CELL rping ${cargs[*]}" >"$CELLDIR/client.log" 2>&1 || rc=$?
+		dt=$((SECONDS - t0))
+		hwait "$HPID" $T_GRACE; srole=$?
+	fi
+	cap_stop
+	n=$(grep -c '^ping data: ' "$CELLDIR/client.log")
+	if [ "$EXPECT" = fail ]; then
+		# the connection must fail, promptly and visibly on our side
+		local err
+		if [ "$role" = siwsrv ]; then
+			err=$(grep -m1 -iE 'reject|refused|error|fail|unreachable' "$CELLDIR/client.log")
+		else
+			err=$(grep -m1 -iE 'reject|refused|error|fail|unreachable|DISCONNECT' "$CELLDIR/server.log")
+			[ -n "$err" ] || err=$(grep -m1 -iE 'reject|refused|error|fail|unreachable' "$CELLDIR/client.log" | sed 's/^/siw client: /')
+		fi
+		analyze "$PORT" c2s - >/dev/null 2>&1
+		[ "$n" = 0 ] || why+="$n pings went through; "
+		[ "$rc" != 0 ] || [ "$role" = xiwsrv ] || why+="xiwarp rping exited 0; "
+		[ "$dt" -le "$T_FAIL" ] || why+="took ${dt}s (> ${T_FAIL}s); "
+		[ "$srole" != 124 ] || [ "$role" = siwsrv ] || why+="xiwarp server still running ${T_GRACE}s after the client failed; "
+		[ -n "$err" ] || why+="no error message on our side; "
+		if [ -z "$why" ]; then
+			result "$CUR" 0 "failed as it must in ${dt}s (client rc $rc, server rc $srole): ${err:0:90}; MPA ${WIRE%%;*}"
+		else
+			result "$CUR" 1 "$why"
+		fi
+		return
+	fi
+	[ "$n" = "$RPING_C" ] || why+="client printed $n of $RPING_C verified pings (rc $rc); "
+	[ "$srole" = 0 ] || why+="server exit $srole; "
+	analyze "$PORT" "$([ "$role" = siwsrv ] && echo c2s || echo s2c)" "$CRC"
+	why+=$WHY
+	if [ -z "$why" ]; then
+		result "$CUR" 0 "$n pings in ${dt}s; $WIRE"
+	else
+		result "$CUR" 1 "$why"
+	fi
+}
+
+cell_perf() { # ROLE PROG SIZE
+	local role=$1 prog=$2 size=$3 rc=0 srv kind n args v try why retried=""
+	case $prog in *_bw) kind=bw; n=$BW_N ;; *) kind=lat; n=$LAT_N ;; esac
+	for try in 1 2; do
+		next_port
+		rc=0 why=""
+		args=(-R -F -p "$PORT" -n "$n" -s "$size")
+		if [ "$role" = siwsrv ]; then
+			gbg srv "$prog -d siw0 ${args[*]}" && glisten "$PORT" 30 || { why="siw $prog server did not listen"; continue; }
+			ns timeout "$T_CELL" env "${XENV[@]}" "$XIWRUN" "$prog" "${args[@]}" "$GIP" \
+				>"$CELLDIR/client.log" 2>&1 </dev/null || rc=$?
+			gwait srv $T_GRACE; srv=$?
+		else
+			hbg "$CELLDIR/server.log" env "${XENV[@]}" "$XIWRUN" "$prog" "${args[@]}"
+			hlisten "$PORT" 30 "$HPID" || { why="xiwarp $prog server did not listen"; hwait "$HPID" 1; continue; }
+			GT=$((T_CELL + 15)) gsh "timeout $T_CELL $prog -d siw0 ${args[*]} $HIP" >"$CELLDIR/client.log" 2>&1 || rc=$?
+			hwait "$HPID" $T_GRACE; srv=$?
+		fi
+		v=$(perf_value "$CELLDIR/client.log" "$kind")
+		[ "$rc" = 0 ] || why+="client exit $rc; "
+		[ "$srv" = 0 ] || why+="server exit $srv; "
+		[ -n "$v" ] || why+="no result line after the #bytes header; "
+		[ -z "$why" ] && break
+		[ $try = 1 ] && { cp "$CELLDIR/client.log" "$CELLDIR/client.try1.log"; retried=" (retried once: 1st try: ${why%; })"; }
+	done
+	if [ -z "$why" ]; then
+		if [ "$kind" = bw ]; then
+			result "$CUR" 0 "$v MB/s$retried"
+			[ "$size" = 65536 ] && RATES+=("$CUR $v MB/s")
+		else
+			result "$CUR" 0 "$v usec typical$retried"
+		fi
+	else
+		result "$CUR" 1 "$why$retried"
+	fi
+}
+
+cell_rdmacm() { # ROLE
+	local role=$1 rc=0 srv why=""
+	next_port
+	if [ "$role" = siwsrv ]; then
+		gbg srv "rdma_server -p $PORT" && glisten "$PORT" 30 || { result "$CUR" 1 "siw rdma_server did not listen"; return; }
+		ns timeout "$T_CELL" env "${XENV[@]}" "$XIWRUN" rdma_client -s "$GIP" -p "$PORT" \
+			>"$CELLDIR/client.log" 2>&1 </dev/null || rc=$?
+		gwait srv $T_GRACE; srv=$?
+		grep -q 'rdma_server: end 0' "$CELLDIR/guest.log" || why+="server did not print 'end 0'; "
+	else
+		hbg "$CELLDIR/server.log" env "${XENV[@]}" "$XIWRUN" rdma_server -s "$HIP" -p "$PORT"
+		hlisten "$PORT" 30 "$HPID" || { result "$CUR" 1 "xiwarp rdma_server did not listen"; return; }
+		GT=$((T_CELL + 15)) gsh "timeout $T_CELL rdma_client -s $HIP -p $PORT" >"$CELLDIR/client.log" 2>&1 || rc=$?
+		hwait "$HPID" $T_GRACE; srv=$?
+		grep -q 'rdma_server: end 0' "$CELLDIR/server.log" || why+="server did not print 'end 0'; "
+	fi
+	grep -q 'rdma_client: end 0' "$CELLDIR/client.log" || why+="client did not print 'end 0'; "
+	[ "$rc" = 0 ] || why+="client exit $rc; "
+	[ "$srv" = 0 ] || why+="server exit $srv; "
+	if [ -z "$why" ]; then result "$CUR" 0 "send/recv exchanged, both 'end 0'"; else result "$CUR" 1 "$why"; fi
+}
+
+cell_hostile() { # CASE CRC(0|1)
+	local case=$1 crc=$2 rc=0 why="" term crcopt=()
+	[ "$crc" = 1 ] && crcopt=(--crc)
+	next_port
+	cap_start "$PORT" || { result "$CUR" 1 "dumpcap did not start"; return; }
+	gbg srv "rping -s -a 0.0.0.0 -p $PORT -v -C 1" && glisten "$PORT" 30 || { cap_stop; result "$CUR" 1 "siw rping server did not listen"; return; }
+	ns timeout 60 "$HOSTILE" "${crcopt[@]}" --case "$case" -t 10 "$GIP" "$PORT" >"$CELLDIR/client.log" 2>&1 </dev/null || rc=$?
+	gwait srv 20 >/dev/null
+	cap_stop
+	[ "$rc" = 0 ] || why+="xiw_hostile exit $rc ($(grep -m1 -E 'FAIL|ok|TERMINATE' "$CELLDIR/client.log")); "
+	term=$(tshark -n -r "$CAP" --disable-protocol rpcordma -Y "iwarp_rdma.opcode == 7 && tcp.srcport == $PORT" \
+		-T fields -e iwarp_rdma.term_layer -e iwarp_rdma.term_etype_ddp -e iwarp_rdma.term_etype_rdma \
+		-e iwarp_rdma.term_errcode_ddp_tagged -e iwarp_rdma.term_errcode_ddp_untagged -e iwarp_rdma.term_errcode_rdma 2>/dev/null | head -n1)
+	local mal
+	mal=$(tshark -n -r "$CAP" --disable-protocol rpcordma -Y '_ws.malformed' 2>/dev/null | wc -l)
+	[ -n "$term" ] || why+="tshark decodes no TERMINATE from siw; "
+	[ "$mal" = 0 ] || why+="$mal malformed frames; "
+	tshark -n -r "$CAP" --disable-protocol rpcordma -Y 'iwarp_rdma.opcode == 7' -V 2>/dev/null |
+		sed -n '/Terminate Control/,/Reserved/p' >"$CELLDIR/analysis.txt"
+	if [ -z "$why" ]; then
+		result "$CUR" 0 "siw TERMINATE decoded: layer/etype(ddp,rdma)/code(t,u,r) = $(tr '\t' ' ' <<<"$term"|tr -s ' '); $(grep -m1 -iE '^(ok|PASS)' "$CELLDIR/client.log" | cut -c1-70)"
+	else
+		result "$CUR" 1 "$why"
+	fi
+}
+
+cell_term() { # OP
+	local op=$1 rc=0 any=()
+	[ "$op" = read ] && any=(-a)
+	next_port
+	gbg srv "rping -s -a 0.0.0.0 -p $PORT -v -C 1" && glisten "$PORT" 30 || { result "$CUR" 1 "siw rping server did not listen"; return; }
+	ns timeout 60 env "${XENV[@]}" "$REMERR" -o "$op" "${any[@]}" "$GIP" "$PORT" >"$CELLDIR/client.log" 2>&1 </dev/null || rc=$?
+	gwait srv 20 >/dev/null
+	if [ "$rc" = 0 ]; then
+		result "$CUR" 0 "$(grep -m1 '^wcs=' "$CELLDIR/client.log"); $(grep -m1 'TERMINATE received' "$CELLDIR/client.log" | sed 's/.*TERMINATE/TERMINATE/')"
+	else
+		result "$CUR" 1 "xiw_remerr exit $rc: $(grep -m1 -E '^(FAIL|remerr)' "$CELLDIR/client.log")"
+	fi
+}
+
+run_cell() { # CELL
+	local c=$1 role what
+	role=${c#*/}; role=${role%%/*}
+	what=${c##*/}
+	CUR=$c
+	CELLDIR=$RUNDIR/$(printf '%s' "$c" | tr -c 'A-Za-z0-9_.+-' '_')
+	mkdir -p "$CELLDIR"
+	case $c in
+	rping/*) cell_rping "$role" ;;
+	perf/*) cell_perf "$role" "${what%-s*}" "${what##*-s}" ;;
+	rdmacm/*) cell_rdmacm "$role" ;;
+	hostile/*-crc) cell_hostile "${what%-crc}" 1 ;;
+	hostile/*) cell_hostile "$what" 0 ;;
+	term/*) cell_term "${what#remerr-}" ;;
+	esac
+}
+
+boot() { # SET
+	local set=$1 args=(--restart --siwcmd none --accel "$SIW_ACCEL" --timeout 300)
+	[ -n "${APPEND[$set]}" ] && args+=(--append "${APPEND[$set]}")
+	"$PEER/run.sh" "${args[@]}" >"$RUNDIR/boot-$set.log" 2>&1
+}
+
+# ------------------------------------------------------------ main
+echo "siw interop: peer $PEER, cache $SIW_CACHE, accel $SIW_ACCEL, netns $SIW_NS ($SIW_TAP $HIP <-> guest $GIP)"
+echo "xiwarp: $BUILD ${XENV[*]:+(extra env: ${XENV[*]})}; runs $RUNS; logs $LOGS"
+T_ALL=$SECONDS
+declare -a RUN_SUMMARY=()
+for run in $(seq "$RUNS"); do
+	RUNDIR=$LOGS/run$run
+	mkdir -p "$RUNDIR"
+	p0=$NPASS f0=$NFAIL t0=$SECONDS
+	echo
+	echo "=== run $run of $RUNS"
+	for set in "${SETS[@]}"; do
+		mapfile -t cells < <(cells_of "$set")
+		todo=()
+		for c in "${cells[@]}"; do wanted "$c" && todo+=("$c"); done
+		[ ${#todo[@]} -gt 0 ] || continue
+		tb=$SECONDS
+		if ! boot "$set"; then
+			echo "-- guest $set (${APPEND[$set]:-siw defaults}): BOOT FAILED"
+			tail -n 5 "$RUNDIR/boot-$set.log" | sed 's/^/    | /'
+			for c in "${todo[@]}"; do CUR=$c CELLDIR=$RUNDIR; result "$c" 1 "guest did not boot"; done
+			continue
+		fi
+		echo "-- guest $set (${APPEND[$set]:-siw defaults}): booted in $((SECONDS - tb))s ($(cat "$SIW_RUN/accel" 2>/dev/null))"
+		for c in "${todo[@]}"; do run_cell "$c"; done
+		gsh 'dmesg' >"$RUNDIR/dmesg-$set.txt" 2>&1
+	done
+	"$PEER/stop.sh" >/dev/null 2>&1
+	RUN_SUMMARY+=("run $run: $((NPASS - p0)) passed, $((NFAIL - f0)) failed, $((SECONDS - t0))s")
+	echo "run $run: $((NPASS - p0)) passed, $((NFAIL - f0)) failed in $((SECONDS - t0))s"
+done
+
+echo
+echo "=== siw interop summary"
+printf '%s\n' "${RUN_SUMMARY[@]}"
+if [ ${#RATES[@]} -gt 0 ]; then
+	echo "64 KB bandwidth cells (informational; the guest runs under $SIW_ACCEL):"
+	printf '  %s\n' "${RATES[@]}"
+fi
+[ ${#FAILED[@]} -eq 0 ] || { echo "failed cells:"; printf '  %s\n' "${FAILED[@]}" | sort | uniq -c; }
+echo "total: $NPASS passed, $NFAIL failed in $((SECONDS - T_ALL))s"
+[ "$NFAIL" = 0 ]
