@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Install every Debian package xiwarp needs to build, test and demo.
 # Idempotent: installs only what is missing. Needs root (or sudo).
+# Usage: scripts/deps.sh [--check | --help]
+#   --check  report what is missing (exit 1 if anything), install nothing
 set -euo pipefail
+case ${1:-} in -h | --help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 
 PKGS=(
   # build
@@ -11,6 +14,9 @@ PKGS=(
   libibverbs-dev librdmacm-dev rdmacm-utils ibverbs-utils perftest
   # network tests, wire check, benchmarks
   iproute2 tshark iperf3 sockperf libfabric-bin procps psmisc
+  # siw interop tier (tests/interop): qemu guest with the kernel's siw,
+  # built by ../shared/siw-peer/build.sh (which adds linux-headers itself)
+  qemu-system-x86 socat cpio kmod xz-utils zstd python3
 )
 
 # --check: report what is missing and exit 1, install nothing.

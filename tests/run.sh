@@ -9,6 +9,9 @@
 #   bpf      build/tests/bpf/test_*    (cmocka, loads BPF into the kernel)
 #   fuzz     build/tests/fuzz/fuzz_*   (libFuzzer smoke run, XIW_FUZZ_TIME s)
 #   netns    tests/netns/*.sh          (not lib_*.sh; 0 pass, 77 skip)
+#   interop  tests/interop/siw_interop.sh: xiwarp against the kernel's siw
+#            in a qemu guest (../shared/siw-peer); 77 (skip) without qemu,
+#            /dev/net/tun or the harness. XIW_NO_INTEROP=1 skips the tier.
 #   san:     unit, unit-sh and netns again with BUILD=build/san; any
 #            sanitizer report fails the test.
 #
@@ -321,6 +324,15 @@ tier_scripts tests/unit unit-sh "$BUILD" 0 "$T_SCRIPT"
 tier_bpf "$BUILD"
 tier_fuzz "$BUILD"
 tier_scripts tests/netns netns "$BUILD" 0 "$T_NETNS"
+
+# siw interop (normal build only: the guest under TCG is the slow part)
+if [ "${XIW_NO_INTEROP:-0}" = 1 ]; then
+	section "interop skipped (XIW_NO_INTEROP=1)"
+elif [ -f tests/interop/siw_interop.sh ]; then
+	section "interop (tests/interop/siw_interop.sh, BUILD=$BUILD)"
+	BUILD="$BUILD" run_test "interop/siw" "$(script_timeout tests/interop/siw_interop.sh 2400)" "" \
+		bash tests/interop/siw_interop.sh
+fi
 
 if [ "${XIW_NO_SAN:-0}" = 1 ]; then
 	section "sanitizer tier skipped (XIW_NO_SAN=1)"
