@@ -11,7 +11,9 @@
 #   default   siw defaults (CRC off, not strict, MPA v2, no P2P, no GSO)
 #             rping: crc-off, XIW_MPA_CRC=1, XIW_MPA_VERSION=1,
 #               XIW_MPA_P2P=0, XIW_MPA_P2P=1; XIW_MPA_MARKERS=1 must fail
-#               promptly (siw refuses markers);
+#               promptly (siw refuses markers), and so must a
+#               XIW_MPA_VERSION=1 server (siw as v2 initiator refuses a
+#               revision 1 reply);
 #             ib_{write,read,send}_{bw,lat} -R at -s 65536 and -s 2;
 #             rdma_server/rdma_client;
 #             xiw_hostile bad-stag / bad-ddp-ver (with and without CRC)
@@ -43,6 +45,10 @@
 #                          sets without a matching cell are not booted
 #   XIW_INTEROP_XIWENV='K=V ..'  extra env for every xiwarp process
 #   XIW_INTEROP_BW_ITERS=200 XIW_INTEROP_LAT_ITERS=100  perftest -n
+#   XIW_INTEROP_PERF_TRIES=1  attempts per perftest cell (a retry is reported)
+#   XIW_INTEROP_T_CELL=60  seconds a client may take
+# A failed cell is followed by a fresh boot of the guest, so one stuck siw
+# QP does not fail the cells after it.
 #   XIW_INTEROP_LOGS=DIR   logs and captures (default $BUILD/interop-logs)
 #   BUILD=build
 # timeout: 2400
@@ -81,6 +87,7 @@ FILTER=${XIW_INTEROP_FILTER:-}
 read -r -a XENV <<<"${XIW_INTEROP_XIWENV:-}"
 BW_N=${XIW_INTEROP_BW_ITERS:-200}
 LAT_N=${XIW_INTEROP_LAT_ITERS:-100}
+PERF_TRIES=${XIW_INTEROP_PERF_TRIES:-1}
 RPING_C=100
 RPING_S=${XIW_INTEROP_RPING_SIZE:-4096}
 T_CELL=${XIW_INTEROP_T_CELL:-60}  # a client must end within this (seconds)
@@ -105,7 +112,10 @@ cells_of() {
 		for r in siwsrv xiwsrv; do
 			echo "rping/$r/crc-off"
 			echo "rping/$r/xiw-crc"
-			echo "rping/$r/xiw-v1"
+			# siw as a v2 initiator refuses a revision 1 reply
+			# (siw_proc_mpareply: "responder MUST reply with MPA
+			# version 2"), so a v1-only xiwarp server cannot serve it
+			if [ $r = siwsrv ]; then echo "rping/$r/xiw-v1"; else echo "rping/$r/xiw-v1(must-fail)"; fi
 			echo "rping/$r/xiw-p2p0"
 			echo "rping/$r/xiw-p2p1"
 			echo "rping/$r/xiw-markers(must-fail)"
@@ -398,14 +408,14 @@ cell_rping() { # ROLE
 	if [ "$role" = siwsrv ]; then
 		gbg srv "rping ${sargs[*]}" && glisten "$PORT" 30 || { cap_stop; result "$CUR" 1 "siw rping server did not listen"; return; }
 		t0=$SECONDS
-		ns timeout "$T_CELL" env "${XIWK[@]}" "${XENV[@]}" "$XIWRUN" rping "${cargs[@]}" \
+		ns timeout "$T_CELL" env "${XIWK[@]}" "${XENV[@]}" stdbuf -oL "$XIWRUN" rping "${cargs[@]}" \
 			>"$CELLDIR/client.log" 2>&1 </dev/null || rc=$?
 		dt=$((SECONDS - t0))
 		# a siw rping server whose client was refused waits for ever:
 		# not our hang, so do not wait long for it then
 		gwait srv "$([ "$EXPECT" = fail ] && echo 3 || echo $T_GRACE)"; srole=$?
 	else
-		hbg "$CELLDIR/server.log" env "${XIWK[@]}" "${XENV[@]}" "$XIWRUN" rping "${sargs[@]}"
+		hbg "$CELLDIR/server.log" env "${XIWK[@]}" "${XENV[@]}" stdbuf -oL "$XIWRUN" rping "${sargs[@]}"
 		hlisten "$PORT" 30 "$HPID" || { cap_stop; result "$CUR" 1 "xiwarp rping server did not listen"; return; }
 		t0=$SECONDS
 		GT=$((T_CELL + 15)) gsh "timeout $T_CELL rping ${cargs[*]}" >"$CELLDIR/client.log" 2>&1 || rc=$?
@@ -450,17 +460,17 @@ cell_rping() { # ROLE
 cell_perf() { # ROLE PROG SIZE
 	local role=$1 prog=$2 size=$3 rc=0 srv kind n args v try why retried=""
 	case $prog in *_bw) kind=bw; n=$BW_N ;; *) kind=lat; n=$LAT_N ;; esac
-	for try in 1 2; do
+	for try in $(seq "$PERF_TRIES"); do
 		next_port
 		rc=0 why=""
 		args=(-R -F -p "$PORT" -n "$n" -s "$size")
 		if [ "$role" = siwsrv ]; then
 			gbg srv "$prog -d siw0 ${args[*]}" && glisten "$PORT" 30 || { why="siw $prog server did not listen"; continue; }
-			ns timeout "$T_CELL" env "${XENV[@]}" "$XIWRUN" "$prog" "${args[@]}" "$GIP" \
+			ns timeout "$T_CELL" env "${XENV[@]}" stdbuf -oL "$XIWRUN" "$prog" "${args[@]}" "$GIP" \
 				>"$CELLDIR/client.log" 2>&1 </dev/null || rc=$?
 			gwait srv $T_GRACE; srv=$?
 		else
-			hbg "$CELLDIR/server.log" env "${XENV[@]}" "$XIWRUN" "$prog" "${args[@]}"
+			hbg "$CELLDIR/server.log" env "${XENV[@]}" stdbuf -oL "$XIWRUN" "$prog" "${args[@]}"
 			hlisten "$PORT" 30 "$HPID" || { why="xiwarp $prog server did not listen"; hwait "$HPID" 1; continue; }
 			GT=$((T_CELL + 15)) gsh "timeout $T_CELL $prog -d siw0 ${args[*]} $HIP" >"$CELLDIR/client.log" 2>&1 || rc=$?
 			hwait "$HPID" $T_GRACE; srv=$?
@@ -470,7 +480,7 @@ cell_perf() { # ROLE PROG SIZE
 		[ "$srv" = 0 ] || why+="server exit $srv; "
 		[ -n "$v" ] || why+="no result line after the #bytes header; "
 		[ -z "$why" ] && break
-		[ $try = 1 ] && { cp "$CELLDIR/client.log" "$CELLDIR/client.try1.log"; retried=" (retried once: 1st try: ${why%; })"; }
+		[ $try = 1 ] && [ "$PERF_TRIES" -gt 1 ] && { cp "$CELLDIR/client.log" "$CELLDIR/client.try1.log"; retried=" (retried once: 1st try: ${why%; })"; }
 	done
 	if [ -z "$why" ]; then
 		if [ "$kind" = bw ]; then
@@ -593,7 +603,16 @@ for run in $(seq "$RUNS"); do
 			continue
 		fi
 		echo "-- guest $set (${APPEND[$set]:-siw defaults}): booted in $((SECONDS - tb))s ($(cat "$SIW_RUN/accel" 2>/dev/null))"
-		for c in "${todo[@]}"; do run_cell "$c"; done
+		for c in "${todo[@]}"; do
+			f0c=$NFAIL
+			run_cell "$c"
+			# a failed cell may leave siw with stuck QPs or
+			# processes: the next cell gets a fresh guest
+			if [ "$NFAIL" != "$f0c" ] && [ "$c" != "${todo[-1]}" ]; then
+				gsh 'dmesg' >"$CELLDIR/dmesg.txt" 2>&1
+				boot "$set" || echo "   (re-boot of guest $set after the failure did not work)"
+			fi
+		done
 		gsh 'dmesg' >"$RUNDIR/dmesg-$set.txt" 2>&1
 	done
 	"$PEER/stop.sh" >/dev/null 2>&1
