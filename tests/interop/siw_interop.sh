@@ -47,6 +47,8 @@
 #   XIW_INTEROP_BW_ITERS=200 XIW_INTEROP_LAT_ITERS=100  perftest -n
 #   XIW_INTEROP_PERF_TRIES=1  attempts per perftest cell (a retry is reported)
 #   XIW_INTEROP_T_CELL=60  seconds a client may take
+#   XIW_INTEROP_SIW_DEBUG=1  boot with siw.dyndbg=+p (siw debug in dmesg;
+#                          each set's dmesg is saved in the logs)
 # A failed cell is followed by a fresh boot of the guest, so one stuck siw
 # QP does not fail the cells after it.
 #   XIW_INTEROP_LOGS=DIR   logs and captures (default $BUILD/interop-logs)
@@ -88,6 +90,8 @@ read -r -a XENV <<<"${XIW_INTEROP_XIWENV:-}"
 BW_N=${XIW_INTEROP_BW_ITERS:-200}
 LAT_N=${XIW_INTEROP_LAT_ITERS:-100}
 PERF_TRIES=${XIW_INTEROP_PERF_TRIES:-1}
+SIW_DEBUG=${XIW_INTEROP_SIW_DEBUG:-}
+[ "$SIW_DEBUG" = 0 ] && SIW_DEBUG=
 RPING_C=100
 RPING_S=${XIW_INTEROP_RPING_SIZE:-4096}
 T_CELL=${XIW_INTEROP_T_CELL:-60}  # a client must end within this (seconds)
@@ -265,10 +269,12 @@ hwait() { # PID SECONDS: exit status, 124 after killing it
 }
 xiw() { env "${XENV[@]}" "$@"; }
 
-cap_start() { # PORT: dumpcap on the tap for that port -> $CELLDIR/cap.pcapng
-	local i
+cap_start() { # PORT [SNAPLEN]: dumpcap on the tap for that port -> $CELLDIR/cap.pcapng
+	local i snap=()
+	[ -n "${2:-}" ] && snap=(-s "$2")
 	CAP=$CELLDIR/cap.pcapng
-	ip netns exec "$SIW_NS" dumpcap -q -i "$SIW_TAP" -f "tcp port $1" -w "$CAP" \
+	rm -f "$CAP" "$CELLDIR/dumpcap.log"
+	ip netns exec "$SIW_NS" dumpcap -q -i "$SIW_TAP" "${snap[@]}" -f "tcp port $1" -w "$CAP" \
 		2>"$CELLDIR/dumpcap.log" </dev/null >/dev/null &
 	CAPPID=$!
 	HPIDS+=("$CAPPID")
@@ -464,6 +470,8 @@ cell_perf() { # ROLE PROG SIZE
 		next_port
 		rc=0 why=""
 		args=(-R -F -p "$PORT" -n "$n" -s "$size")
+		# headers only (snaplen 256), kept when the cell fails
+		cap_start "$PORT" 256 || echo "note: no capture for $CUR"
 		if [ "$role" = siwsrv ]; then
 			gbg srv "$prog -d siw0 ${args[*]}" && glisten "$PORT" 30 || { why="siw $prog server did not listen"; continue; }
 			ns timeout "$T_CELL" env "${XENV[@]}" stdbuf -oL "$XIWRUN" "$prog" "${args[@]}" "$GIP" \
@@ -475,6 +483,7 @@ cell_perf() { # ROLE PROG SIZE
 			GT=$((T_CELL + 15)) gsh "timeout $T_CELL $prog -d siw0 ${args[*]} $HIP" >"$CELLDIR/client.log" 2>&1 || rc=$?
 			hwait "$HPID" $T_GRACE; srv=$?
 		fi
+		cap_stop
 		v=$(perf_value "$CELLDIR/client.log" "$kind")
 		[ "$rc" = 0 ] || why+="client exit $rc; "
 		[ "$srv" = 0 ] || why+="server exit $srv; "
@@ -482,6 +491,7 @@ cell_perf() { # ROLE PROG SIZE
 		[ -z "$why" ] && break
 		[ $try = 1 ] && [ "$PERF_TRIES" -gt 1 ] && { cp "$CELLDIR/client.log" "$CELLDIR/client.try1.log"; retried=" (retried once: 1st try: ${why%; })"; }
 	done
+	[ -z "$why" ] && rm -f "$CAP"
 	if [ -z "$why" ]; then
 		if [ "$kind" = bw ]; then
 			result "$CUR" 0 "$v MB/s$retried"
@@ -574,8 +584,9 @@ run_cell() { # CELL
 }
 
 boot() { # SET
-	local set=$1 args=(--restart --siwcmd none --accel "$SIW_ACCEL" --timeout 300)
-	[ -n "${APPEND[$set]}" ] && args+=(--append "${APPEND[$set]}")
+	local set=$1 args=(--restart --siwcmd none --accel "$SIW_ACCEL" --timeout 300) app
+	app="${APPEND[$set]}${SIW_DEBUG:+ siw.dyndbg=+p}"
+	[ -n "$app" ] && args+=(--append "$app")
 	"$PEER/run.sh" "${args[@]}" >"$RUNDIR/boot-$set.log" 2>&1
 }
 
