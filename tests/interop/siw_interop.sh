@@ -49,6 +49,9 @@
 #   XIW_INTEROP_T_CELL=60  seconds a client may take
 #   XIW_INTEROP_SIW_DEBUG=1  boot with siw.dyndbg=+p (siw debug in dmesg;
 #                          each set's dmesg is saved in the logs)
+#   XIW_INTEROP_MAX_FAILS=4  after this many failed cells in a row in one
+#                          guest, the rest of its cells fail without running
+#                          (a broken build must not take an hour)
 # A failed cell is followed by a fresh boot of the guest, so one stuck siw
 # QP does not fail the cells after it.
 #   XIW_INTEROP_LOGS=DIR   logs and captures (default $BUILD/interop-logs)
@@ -91,6 +94,7 @@ BW_N=${XIW_INTEROP_BW_ITERS:-200}
 LAT_N=${XIW_INTEROP_LAT_ITERS:-100}
 PERF_TRIES=${XIW_INTEROP_PERF_TRIES:-1}
 SIW_DEBUG=${XIW_INTEROP_SIW_DEBUG:-}
+MAX_BAD=${XIW_INTEROP_MAX_FAILS:-4}
 [ "$SIW_DEBUG" = 0 ] && SIW_DEBUG=
 RPING_C=100
 RPING_S=${XIW_INTEROP_RPING_SIZE:-4096}
@@ -614,9 +618,16 @@ for run in $(seq "$RUNS"); do
 			continue
 		fi
 		echo "-- guest $set (${APPEND[$set]:-siw defaults}): booted in $((SECONDS - tb))s ($(cat "$SIW_RUN/accel" 2>/dev/null))"
+		nbad=0
 		for c in "${todo[@]}"; do
+			if [ "$nbad" -ge "$MAX_BAD" ]; then
+				CUR=$c CELLDIR=$RUNDIR
+				result "$c" 1 "(not run: the $nbad cells before it in this guest failed)"
+				continue
+			fi
 			f0c=$NFAIL
 			run_cell "$c"
+			if [ "$NFAIL" != "$f0c" ]; then nbad=$((nbad + 1)); else nbad=0; fi
 			# a failed cell may leave siw with stuck QPs or
 			# processes: the next cell gets a fresh guest
 			if [ "$NFAIL" != "$f0c" ] && [ "$c" != "${todo[-1]}" ]; then
