@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""mpa_hostile.py [--crc] --case bad-stag|bad-ddp-ver [-t SEC] HOST PORT
+"""mpa_hostile.py [--crc] --case bad-stag|bad-ddp-ver [-t SEC] [-d MS] HOST PORT
 
 A raw-TCP MPA v2 initiator for the siw interop tier: it needs nothing
 from the acceptor beyond an MPA reply (any rdma_cm server will do, e.g.
@@ -13,7 +13,11 @@ CRC field is always present, zero when CRC is off, RFC 5044 4.1):
                (RFC 5041 7: DDP tagged buffer error, invalid STag)
   bad-ddp-ver  the same WRITE with DDP version 0
                (RFC 5041 7: DDP tagged buffer error, invalid DDP version)
-and waits for the peer's TERMINATE (RDMAP opcode 7). Prints the reply's
+-d MS (default 300) waits that long after the MPA reply before the FPDU:
+siw 6.1 as responder sometimes ignores an FPDU that arrives right after
+its MPA reply (no TERMINATE, connection left open; seen in about half the
+runs without the pause), which is a separate finding, not what this
+probe is about. Then it waits for the peer's TERMINATE (RDMAP opcode 7). Prints the reply's
 flags, then "TERMINATE layer L etype E code C" (the control octets as on
 the wire, RFC 5040 layout) and whether the peer closed the connection.
 
@@ -41,7 +45,7 @@ def crc32c(b):
 
 
 def main(argv):
-    crc, case, tmo, pos = False, None, 10.0, []
+    crc, case, tmo, delay, pos = False, None, 10.0, 0.3, []
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -53,6 +57,9 @@ def main(argv):
         elif a in ("-c", "--case"):
             i += 1
             case = argv[i]
+        elif a in ("-d", "--delay"):
+            i += 1
+            delay = float(argv[i]) / 1000
         elif a in ("-t", "--timeout"):
             i += 1
             tmo = float(argv[i])
@@ -90,6 +97,7 @@ def main(argv):
         print("hostile: the peer rejected the MPA request")
         return 2
     buf = buf[20 + plen:]
+    time.sleep(delay)
 
     dv = 0 if case == "bad-ddp-ver" else 1
     ulpdu = bytes([0xC0 | dv, 0x40]) + struct.pack(">IQ", 0x00DEAD00, 0) + b"hostile-payload!"
