@@ -115,6 +115,10 @@ static void active_attach(struct xiw_cm_conn *c)
 static void active_reply(struct xiw_cm_conn *c)
 {
 	if (c->rep.reject) {
+		/* siw rejects a request with M=1 (markers) by such a reply */
+		if (c->req.markers && !c->rep.markers)
+			xiw_log(XIW_LOG_WARN,
+				"CM: the peer rejected our MPA request, which asks for markers (XIW_MPA_MARKERS=1); Linux siw and most iWARP NICs do not support markers: connect without them");
 		c->final = true;
 		cm_emit(c, XIW_CM_REJECTED, -ECONNREFUSED, c->rep.pdata,
 			c->rep.plen);
