@@ -15,7 +15,9 @@
  *     ULPDUs shorter than their header, wrong DDP/RDMAP versions, opcodes
  *     that do not fit the DDP model, headers cut by the segment, segments
  *     that start no FPDU; frames that end exactly at a header boundary;
- *     3000 randomly damaged frames.
+ *     3000 randomly damaged frames;
+ *   - a live-frame run (BPF_F_TEST_XDP_LIVE_FRAMES): the frame and its
+ *     record really arrive in the AF_XDP socket's RX ring (copy mode).
  * Needs root (CAP_BPF, CAP_NET_ADMIN): skips otherwise.
  */
 #include <errno.h>
@@ -943,6 +945,89 @@ static void test_random_frames(void **state)
 	del_flows();
 }
 
+/*
+ * Live frames (BPF_F_TEST_XDP_LIVE_FRAMES): the redirect really happens,
+ * so the frame and the record in front of it must arrive in the AF_XDP
+ * socket's RX ring (copy mode copies data_meta..data_end; the record sits
+ * just before the frame in the UMEM chunk).
+ */
+static void test_live_redirect(void **state)
+{
+	struct xdp_mmap_offsets off;
+	socklen_t olen = sizeof(off);
+	size_t pl = fpdu_tagged(P, RDMAP_WRITE, true, 0xabcd, 77, 200), n;
+	size_t fill_len, rx_len;
+	struct xdp_md ctx_in;
+	struct xiw_xdp_meta m;
+	struct xdp_desc *d;
+	uint64_t *fill;
+	uint32_t *fprod, *rprod, *rcons, i;
+	void *fmap, *rmap;
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+	bool refused = false;
+	int err;
+
+	(void)state;
+	if (xsk_fd < 0)
+		skip();
+	assert_int_equal(getsockopt(xsk_fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &olen), 0);
+	fill_len = off.fr.desc + 64 * sizeof(uint64_t);
+	rx_len = off.rx.desc + 64 * sizeof(struct xdp_desc);
+	fmap = mmap(NULL, fill_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		    xsk_fd, XDP_UMEM_PGOFF_FILL_RING);
+	assert_true(fmap != MAP_FAILED);
+	rmap = mmap(NULL, rx_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		    xsk_fd, XDP_PGOFF_RX_RING);
+	assert_true(rmap != MAP_FAILED);
+	fill = (uint64_t *)((char *)fmap + off.fr.desc);
+	fprod = (uint32_t *)((char *)fmap + off.fr.producer);
+	rprod = (uint32_t *)((char *)rmap + off.rx.producer);
+	rcons = (uint32_t *)((char *)rmap + off.rx.consumer);
+	d = (struct xdp_desc *)((char *)rmap + off.rx.desc);
+	for (i = 0; i < 8; i++)
+		fill[i] = (uint64_t)i * 4096;
+	__atomic_store_n(fprod, 8, __ATOMIC_RELEASE);
+
+	add_flow(false, XIW_XDP_FLOW_FPDU_ALIGNED, 0);
+	n = build(F, &(struct fx){ .seq = 4242, .pl = P, .pl_len = pl });
+	memset(&ctx_in, 0, sizeof(ctx_in));
+	ctx_in.data_end = (uint32_t)n;
+	o.data_in = F;
+	o.data_size_in = (uint32_t)n;
+	o.ctx_in = &ctx_in;
+	o.ctx_size_in = sizeof(ctx_in);
+	o.flags = BPF_F_TEST_XDP_LIVE_FRAMES;
+	o.repeat = 1;
+	err = bpf_prog_test_run_opts(bpf_program__fd(skel->progs.xiw_xdp), &o);
+	if (err == -EINVAL || err == -EOPNOTSUPP) {
+		print_message("skip: live-frame test runs refused (%d)\n", err);
+		refused = true;
+		goto unmap;
+	}
+	assert_int_equal(err, 0);
+	assert_int_equal(__atomic_load_n(rprod, __ATOMIC_ACQUIRE) -
+			 __atomic_load_n(rcons, __ATOMIC_RELAXED), 1);
+	i = __atomic_load_n(rcons, __ATOMIC_RELAXED) & 63;
+	assert_int_equal(d[i].len, n);
+	assert_true(d[i].addr >= sizeof(m));
+	assert_memory_equal((char *)umem + d[i].addr, F, n);
+	memcpy(&m, (char *)umem + d[i].addr - sizeof(m), sizeof(m));
+	assert_int_equal(m.magic, XIW_XDP_META_MAGIC);
+	assert_int_equal(m.conn_id, CONN_ID);
+	assert_int_equal(m.tcp_seq, 4242);
+	assert_int_equal(m.stag, 0xabcd);
+	assert_true(m.to == 77);
+	assert_int_equal(m.ulpdu_len, XIW_DDP_TAGGED_HDR + 200);
+	__atomic_store_n(rcons, __atomic_load_n(rcons, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELEASE);
+unmap:
+	del_flows();
+	munmap(fmap, fill_len);
+	munmap(rmap, rx_len);
+	if (refused)
+		skip();
+}
+
 /* ------------------------------------------------------------ setup */
 
 static int setup(void **state)
@@ -1004,6 +1089,7 @@ int main(void)
 		cmocka_unit_test(test_short_frames),
 		cmocka_unit_test(test_bad_l3l4),
 		cmocka_unit_test(test_random_frames),
+		cmocka_unit_test(test_live_redirect),
 	};
 
 	return cmocka_run_group_tests_name("bpf_xdp", tests, setup, teardown);
