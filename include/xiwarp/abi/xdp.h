@@ -220,9 +220,11 @@ struct xiw_xdp_cfg {
 
 /**
  * struct xiw_xdp_meta - the record in front of a steered frame that
- * starts an FPDU (data_meta .. data). 32 octets, the most XDP metadata can
- * hold; 8-aligned fields for in-kernel placement (phase 2), which extends
- * it only through a new @version.
+ * starts an FPDU (data_meta .. data). 32 octets: the XDP metadata limit of
+ * older kernels (xdp_metalen_invalid); 6.18 here accepted up to 216 in a
+ * test run, so in-kernel placement (phase 2) may grow the record, through
+ * a new @version (and a reader that checks it). Fields are naturally
+ * aligned.
  *
  * All fields host byte order (the program converts from the wire's
  * big-endian). The engine trusts nothing here blindly: it checks what it
@@ -271,7 +273,7 @@ struct xiw_xdp_meta {
 };
 
 _Static_assert(sizeof(struct xiw_xdp_meta) == 32,
-	       "XDP metadata holds at most 32 octets");
+	       "record v1 is 32 octets (older kernels' metadata limit)");
 _Static_assert(sizeof(struct xiw_xdp_flow_key) == 40, "flow key layout");
 _Static_assert(sizeof(struct xiw_xdp_flow) == 32, "flow value layout");
 
