@@ -9,6 +9,8 @@
 # program. A flow registered by hand (bpftool) without an AF_XDP socket
 # is found on real frames and falls back to XDP_PASS. Only the veth pair
 # this script creates is touched.
+# (No `cmd | grep -q` here: with pipefail, grep's early exit can fail the
+# pipeline through SIGPIPE; outputs are captured first.)
 # Exit 0 pass, 1 fail, 77 skip (not root / no netns / not built / no socat).
 # timeout: 180
 set -uo pipefail
@@ -126,7 +128,7 @@ register_flow_check() {
 	prog=$(xdp_prog A "$XIW_IF_A")
 	map=""
 	for m in $(xiw_in A bpftool prog show id "$prog" | grep -oE 'map_ids [0-9,]+' | grep -oE '[0-9]+'); do
-		if xiw_in A bpftool map show id "$m" | grep -q 'name xiw_flows '; then
+		if grep -q 'name xiw_flows ' <<<"$(xiw_in A bpftool map show id "$m")"; then
 			map=$m
 		fi
 	done
@@ -142,7 +144,7 @@ register_flow_check() {
 		bad "registered flow: bpftool map update failed"
 		return
 	fi
-	xiw_in A "$XIWCTL" stat "$XIW_IF_A" | grep -qE "^ +77 +$XIW_IP_B:$sport +$XIW_IP_A:$((port + 1)) +aligned" &&
+	grep -qE "^ +77 +$XIW_IP_B:$sport +$XIW_IP_A:$((port + 1)) +aligned" <<<"$(xiw_in A "$XIWCTL" stat "$XIW_IF_A")" &&
 		ok "registered flow: xiwctl stat lists connection 77" ||
 		{ bad "registered flow: not in xiwctl stat"; xiw_in A "$XIWCTL" stat "$XIW_IF_A" | sed 's/^/    | /'; }
 	n0=$(counter A "$XIW_IF_A" no_xsk)
@@ -165,7 +167,7 @@ elif grep -q "no interface 'nosuch0'" <<<"$out"; then
 else
 	bad "attach nosuch0: unexpected message: $out"
 fi
-xiw_in A "$XIWCTL" attach --help | grep -q 'xdp obj' && ok "attach --help" || bad "attach --help"
+grep -q 'xdp obj' <<<"$(xiw_in A "$XIWCTL" attach --help)" && ok "attach --help" || bad "attach --help"
 
 # --- 1. xiwctl, native mode
 if xiw_in A "$XIWCTL" attach "$XIW_IF_A" --mode native; then
@@ -185,7 +187,7 @@ fi
 
 # --- 2. xiwctl, generic mode
 if xiw_in A "$XIWCTL" attach "$XIW_IF_A" --mode generic; then
-	xiw_in A "$XIWCTL" stat "$XIW_IF_A" | grep -q 'generic mode' &&
+	grep -q 'generic mode' <<<"$(xiw_in A "$XIWCTL" stat "$XIW_IF_A")" &&
 		ok "generic: stat reports generic mode" || bad "generic: stat does not say generic"
 	check_pass A "$XIW_IF_A" "generic"
 	detach_check A "$XIW_IF_A" "generic"
@@ -202,7 +204,7 @@ if xiw_in B ip link set dev "$XIW_IF_B" xdp obj "$OBJ" sec xdp.frags; then
 	if xiw_in B "$XIWCTL" attach "$XIW_IF_B" --replace --mode generic &&
 		new_id=$(xdp_prog B "$XIW_IF_B") && [ -n "$new_id" ] &&
 		[ "$new_id" != "$old_id" ] &&
-		xiw_in B "$XIWCTL" stat "$XIW_IF_B" | grep -q 'generic mode'; then
+		grep -q 'generic mode' <<<"$(xiw_in B "$XIWCTL" stat "$XIW_IF_B")"; then
 		ok "ip link: xiwctl attach --replace: prog $old_id -> $new_id, generic mode"
 	else
 		bad "ip link: xiwctl attach --replace did not replace prog $old_id"
