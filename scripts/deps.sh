@@ -10,7 +10,7 @@ PKGS=(
   # rdma-core v44 headers (ABI we mimic) and the real client programs
   libibverbs-dev librdmacm-dev rdmacm-utils ibverbs-utils perftest
   # network tests, wire check, benchmarks
-  iproute2 tshark iperf3 sockperf libfabric-bin procps psmisc
+  iproute2 tshark iperf3 sockperf libfabric-bin procps psmisc socat
 )
 
 # --check: report what is missing and exit 1, install nothing.
