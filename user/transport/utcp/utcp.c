@@ -207,11 +207,12 @@ void utcp_recved(struct utcp_conn *c, uint32_t len, uint64_t now)
 		return;
 	after = utcp_rcv_space(c);
 	smss = utcp_smss(c);
-	/* RFC 9293 §3.8.6.2.2 receiver SWS avoidance: update when the window
-	 * grows by min(rcv_buf / 2, MSS) or more */
-	if (after > before &&
-	    (after - before >= (c->cfg.rcv_buf / 2 < smss ? c->cfg.rcv_buf / 2 : smss) ||
-	     before == 0 || before < smss))
+	/* A pure window update only when the window the peer knows is small
+	 * and it at least doubles by a segment or more (RFC 9293 §3.8.6.2.2
+	 * receiver SWS avoidance, Linux's rule); otherwise the new window
+	 * rides on the next (delayed) ACK. */
+	if (after > before && after - before >= smss &&
+	    before <= c->cfg.rcv_buf / 2 && after >= 2 * before)
 		utcp_send_ack(c, now);
 	(void)now;
 }

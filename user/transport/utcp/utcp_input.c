@@ -346,6 +346,7 @@ void utcp_segment_arrives(struct utcp_conn *c, const struct utcp_seg *seg,
 	if (c->state == UTCP_SYN_RCVD && has(seg, UTCP_SYN) &&
 	    !has(seg, UTCP_ACK) && !has(seg, UTCP_RST) && seg->seq == c->irs) {
 		utcp_send_syn(c, now);
+		utcp_rto_arm(c, now);	/* just resent: restart the timer */
 		return;
 	}
 
