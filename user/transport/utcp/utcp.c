@@ -31,8 +31,8 @@ void utcp_cfg_init(struct utcp_cfg *cfg)
 		cfg->delack_segs = 2;
 	if (!cfg->msl_ns)
 		cfg->msl_ns = 30000 * NS_PER_MS;
-	if (!cfg->reasm_max_segs)
-		cfg->reasm_max_segs = 256;
+	if (!cfg->reasm_max_segs)	/* a whole window of small segments */
+		cfg->reasm_max_segs = cfg->rcv_buf / 536 + 16;
 	if (!cfg->ttl)
 		cfg->ttl = 64;
 	if (!cfg->init_cwnd_segs)

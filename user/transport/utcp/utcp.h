@@ -138,7 +138,8 @@ struct utcp_ops {
  *                 (default 30 s).
  * @cc:            congestion control (default CUBIC).
  * @ts_offset:     added to our TSval clock (ms) (RFC 7323 §5.4 randomisation).
- * @reasm_max_segs: out-of-order segments held (default 256).
+ * @reasm_max_segs: out-of-order segments held (default rcv_buf / 536 + 16,
+ *                 i.e. a whole window; bytes are bounded by the window).
  * @ttl:           IPv4 TTL (default 64).
  * @init_cwnd_segs: initial window in segments (default 10, RFC 6928).
  */

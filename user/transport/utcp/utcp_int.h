@@ -93,6 +93,7 @@ struct utcp_conn {
 	uint32_t rcv_unread;	/* delivered, not yet utcp_recved() */
 	bool fin_rcvd;
 	struct utcp_rseg *rq;	/* out-of-order, ascending */
+	struct utcp_rseg *rq_tail;
 	unsigned int rq_n;
 	uint32_t rq_last_s, rq_last_e;	/* block of the latest OOO arrival */
 	bool rq_fin;		/* a FIN seen beyond rcv_nxt ... */

@@ -42,6 +42,9 @@ int utcp_rq_insert(struct utcp_conn *c, uint32_t seq, const uint8_t *data,
 	}
 	c->rq_last_s = seq;
 	c->rq_last_e = end;
+	/* the common case appends after the highest entry */
+	if (c->rq_tail && seq_geq(seq, c->rq_tail->seq + c->rq_tail->len))
+		pp = &c->rq_tail->next;
 	while (seq_lt(seq, end)) {
 		uint32_t pe;
 		struct utcp_rseg *n;
@@ -68,6 +71,8 @@ int utcp_rq_insert(struct utcp_conn *c, uint32_t seq, const uint8_t *data,
 		}
 		n->next = r;
 		*pp = n;
+		if (!r)
+			c->rq_tail = n;
 		c->rq_n++;
 		pp = &n->next;
 		seq = pe;
@@ -95,6 +100,8 @@ bool utcp_rq_drain(struct utcp_conn *c)
 		}
 		free(r);
 	}
+	if (!c->rq)
+		c->rq_tail = NULL;
 	if (c->rq_fin && c->rcv_nxt == c->rq_fin_seq) {
 		utcp_rq_free(c);
 		return true;
@@ -111,6 +118,7 @@ void utcp_rq_free(struct utcp_conn *c)
 		free(r);
 	}
 	c->rq_n = 0;
+	c->rq_tail = NULL;
 	c->rq_fin = false;
 }
 
