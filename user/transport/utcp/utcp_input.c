@@ -159,6 +159,7 @@ static void fin_arrived(struct utcp_conn *c, uint64_t now)
 {
 	c->rcv_nxt++;
 	c->fin_rcvd = true;
+	utcp_rq_free(c);	/* nothing after a FIN is data */
 	c->ack_now = true;
 	if (c->ops->deliver)
 		c->ops->deliver(c->ctx, c->rcv_delivered, NULL, 0);
