@@ -283,6 +283,11 @@ static void process_ack(struct utcp_conn *c, const struct utcp_seg *seg,
 				c->rto_recovery = false;
 			c->cc->on_ack(c, acked, now);
 		}
+	} else if (ack == c->snd_una && !wnd) {
+		/* the peer is alive and says "zero window": a stuck
+		 * retransmission must not time the connection out while
+		 * it keeps answering (RFC 9293 §3.8.6.1) */
+		c->backoff = 0;
 	} else if (ack == c->snd_una && !seg->len &&
 		   !has(seg, UTCP_SYN) && !has(seg, UTCP_FIN) &&
 		   wnd == c->snd_wnd && c->snd_max != c->snd_una) {

@@ -77,7 +77,7 @@ static void send_raw(struct utcp_conn *c, uint32_t seq, uint8_t flags,
 	if (flags & UTCP_ACK) {
 		uint32_t edge = c->rcv_nxt + ((uint32_t)wnd << (syn ? 0 : c->rcv_wscale));
 
-		if (seq_gt(edge, c->rcv_adv) || c->rcv_adv == 0)
+		if (seq_gt(edge, c->rcv_adv))
 			c->rcv_adv = edge;
 		c->ack_now = false;
 		c->segs_unacked = 0;
