@@ -1149,6 +1149,39 @@ static void test_rst_states(void **state)
 	}
 }
 
+/* LISTEN ignores RST; a flood of in-window RSTs gets at most
+ * challenge_ack_limit challenge ACKs per second (RFC 5961 §7). */
+static void test_listen_rst_and_challenge_limit(void **state)
+{
+	struct link *l = link_new(69, 0, 0);
+	uint32_t rn;
+
+	(void)state;
+	l->ep[0].cfg.challenge_ack_limit = 5;
+	link_start(l);
+	assert_int_equal(utcp_listen(l->ep[1].c), 0);
+	inject(l, 1, 1234, 0, UTCP_RST);
+	assert_int_equal(info(&l->ep[1]).state, UTCP_LISTEN);
+	assert_int_equal(l->ep[1].nlog, 0);
+	/* an ACK to a listener gets a RST (RFC 9293 §3.10.7.2) */
+	inject(l, 1, 1234, 5678, UTCP_ACK);
+	assert_int_equal(l->ep[1].nlog, 1);
+	assert_int_equal(l->ep[1].log[0].flags, UTCP_RST);
+	assert_int_equal(l->ep[1].log[0].seq, 5678);
+	assert_int_equal(utcp_connect(l->ep[0].c, l->now), 0);
+	assert_true(run(l, 10000 * MS, both_established));
+	rn = info(&l->ep[0]).rcv_nxt;
+	for (int i = 0; i < 20; i++)
+		inject(l, 0, rn + 1 + (uint32_t)i, 0, UTCP_RST);
+	assert_int_equal(info(&l->ep[0]).challenge_acks, 5);
+	assert_int_equal(info(&l->ep[0]).challenge_acks_limited, 15);
+	l->now += 1000 * MS;
+	inject(l, 0, rn + 100, 0, UTCP_RST);
+	assert_int_equal(info(&l->ep[0]).challenge_acks, 6);
+	assert_false(l->ep[0].closed);
+	link_free(l);
+}
+
 /* ------------------------------------------------- checksum, hostile */
 
 static void test_checksum_rejects(void **state)
@@ -1430,6 +1463,7 @@ int main(void)
 		cmocka_unit_test(test_simultaneous_close),
 		cmocka_unit_test(test_fin_loss),
 		cmocka_unit_test(test_rst_states),
+		cmocka_unit_test(test_listen_rst_and_challenge_limit),
 		cmocka_unit_test(test_checksum_rejects),
 		cmocka_unit_test(test_paws),
 		cmocka_unit_test(test_foreign_and_bad),

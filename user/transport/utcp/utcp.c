@@ -37,6 +37,8 @@ void utcp_cfg_init(struct utcp_cfg *cfg)
 		cfg->ttl = 64;
 	if (!cfg->init_cwnd_segs)
 		cfg->init_cwnd_segs = 10;
+	if (!cfg->challenge_ack_limit)
+		cfg->challenge_ack_limit = 100;
 }
 
 static const char *const state_names[] = {

@@ -142,6 +142,7 @@ struct utcp_ops {
  *                 i.e. a whole window; bytes are bounded by the window).
  * @ttl:           IPv4 TTL (default 64).
  * @init_cwnd_segs: initial window in segments (default 10, RFC 6928).
+ * @challenge_ack_limit: RFC 5961 §7 challenge ACKs per second (default 100).
  */
 struct utcp_cfg {
 	uint32_t laddr, raddr;
@@ -162,6 +163,7 @@ struct utcp_cfg {
 	unsigned int reasm_max_segs;
 	uint8_t ttl;
 	unsigned int init_cwnd_segs;
+	unsigned int challenge_ack_limit;
 };
 
 /**
@@ -184,6 +186,7 @@ struct utcp_info {
 	uint64_t acks_out;		/* segments without payload, SYN, FIN */
 	uint64_t dupacks_in, rto_fired, fast_recoveries, zwp_sent;
 	uint64_t csum_errors, bad_segs, paws_drops, challenge_acks;
+	uint64_t challenge_acks_limited;	/* not sent: over the limit */
 	uint64_t ooo_segs, ooo_drops;
 	unsigned int sack_blocks;	/* scoreboard ranges */
 };

@@ -55,7 +55,6 @@ static void cubic_on_ack(struct utcp_conn *c, uint32_t acked, uint64_t now)
 			k->k = cbrt_pos((k->w_max - cw) / CUBIC_C);
 		}
 		k->w_est = cw;
-		k->cwnd_frac = 0;
 	}
 	t = (double)(now - k->epoch) / 1e9;
 	rtt = (double)c->srtt / 1e9;

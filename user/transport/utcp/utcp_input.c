@@ -45,8 +45,19 @@ static void ack_now(struct utcp_conn *c, uint64_t now)
 	utcp_send_ack(c, now);
 }
 
+/* RFC 5961 §3.2/§4/§5 challenge ACK, at most cfg.challenge_ack_limit per
+ * second (§7) so a blind attacker cannot turn us into an ACK cannon. */
 static void challenge_ack(struct utcp_conn *c, uint64_t now)
 {
+	if (now - c->chal_start >= 1000 * NS_PER_MS || !c->chal_start) {
+		c->chal_start = now ? now : 1;
+		c->chal_count = 0;
+	}
+	if (c->chal_count >= c->cfg.challenge_ack_limit) {
+		c->st.challenge_acks_limited++;
+		return;
+	}
+	c->chal_count++;
 	c->st.challenge_acks++;
 	utcp_send_ack(c, now);
 }

@@ -58,11 +58,9 @@ extern const struct utcp_cc_ops utcp_cc_cubic;
 
 struct utcp_cubic {
 	double w_max;		/* segments */
-	double w_last_max;
 	double k;		/* seconds */
 	double w_est;		/* segments (Reno-friendly estimate) */
 	uint64_t epoch;		/* ns, 0 = no epoch */
-	double cwnd_frac;	/* fractional segment growth carried over */
 };
 
 struct utcp_conn {
@@ -134,6 +132,10 @@ struct utcp_conn {
 	uint32_t cwnd, ssthresh;
 	uint32_t bytes_acked;	/* CA byte counting (RFC 5681 §3.1) */
 	struct utcp_cubic cubic;
+
+	/* RFC 5961 §7 challenge ACK rate limit */
+	uint64_t chal_start;
+	unsigned int chal_count;
 
 	struct utcp_info st;	/* counters live here */
 	bool closed_reported;
