@@ -30,7 +30,7 @@ LIB     := $(BUILD)/lib
 BIN     := $(BUILD)/bin
 OBJ     := $(BUILD)/obj
 
-ENGINE_SRCS := $(sort $(wildcard user/engine/*.c user/transport/*.c))
+ENGINE_SRCS := $(sort $(wildcard user/engine/*.c user/transport/*.c user/transport/utcp/*.c))
 ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(OBJ)/%.o)
 ENGINE_LIBS := -lbpf -lpthread
 
