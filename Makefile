@@ -30,7 +30,7 @@ LIB     := $(BUILD)/lib
 BIN     := $(BUILD)/bin
 OBJ     := $(BUILD)/obj
 
-ENGINE_SRCS := $(sort $(wildcard user/engine/*.c user/transport/*.c))
+ENGINE_SRCS := $(sort $(wildcard user/engine/*.c user/transport/*.c user/transport/utcp/*.c))
 ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(OBJ)/%.o)
 ENGINE_LIBS := -lbpf -lpthread
 
@@ -38,7 +38,8 @@ UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
-TOOL_SRCS := $(sort $(wildcard user/tools/*.c))
+# user/tools/NAME_*.c are helpers of the tool NAME, not tools of their own
+TOOL_SRCS := $(sort $(filter-out user/tools/xiwctl_%.c,$(wildcard user/tools/*.c)))
 TOOL_BINS := $(TOOL_SRCS:user/tools/%.c=$(BIN)/%)
 
 LIBS := $(LIB)/libxiwarp.so.1 $(LIB)/libxiwarp.a $(LIB)/libibverbs.so.1 \
@@ -69,6 +70,11 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/vmlinux.h $(wildcard include/xiwarp/ab
 $(BUILD)/gen/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	@mkdir -p $(dir $@)
 	bpftool gen skeleton $< name $* > $@.tmp && mv $@.tmp $@
+
+# xiw_xdp includes the wire headers (<stdint.h>), whose typedefs clash
+# with vmlinux.h: it uses the UAPI headers and clang's own <stdint.h>.
+$(BUILD)/bpf/xiw_xdp.bpf.o: BPF_CFLAGS += -ffreestanding -I/usr/include/x86_64-linux-gnu
+$(BUILD)/bpf/xiw_xdp.bpf.o: $(wildcard include/xiwarp/wire/*.h)
 
 bpf: $(BPF_OBJS) $(SKELS)
 
@@ -125,6 +131,16 @@ $(BIN)/%: $(OBJ)/user/tools/%.o $(LIB)/libxiwarp.so.1
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< -Wl,-rpath,'$$ORIGIN/../lib' $(LIB)/libxiwarp.so.1 $(LDFLAGS)
 
+# xiwctl: the XDP program's control tool; embeds the skeleton, needs no
+# engine (libbpf only).
+XIWCTL_OBJS := $(patsubst %.c,$(OBJ)/%.o,user/tools/xiwctl.c $(sort $(wildcard user/tools/xiwctl_*.c)))
+$(XIWCTL_OBJS): | $(BUILD)/gen/xiw_xdp.skel.h
+$(OBJ)/user/tools/xiwctl.o: $(BUILD)/gen/xiw_xdp.skel.h
+
+$(BIN)/xiwctl: $(XIWCTL_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS) -lbpf
+
 tools: $(BIN)/xiwrun $(TOOL_BINS)
 
 # ---------------------------------------------------------------- tests ---
@@ -149,6 +165,8 @@ BPFT_BINS := $(BPFT_SRCS:tests/bpf/%.c=$(BUILD)/tests/bpf/%)
 $(BUILD)/tests/bpf/%: $(OBJ)/tests/bpf/%.o $(LIB)/libxiwarp.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(LIB)/libxiwarp.a $(LDFLAGS) -lcmocka $(ENGINE_LIBS)
+
+$(OBJ)/tests/bpf/test_xdp.o: $(BUILD)/gen/xiw_xdp.skel.h
 
 # Interop test programs (tests/interop/*.c), linked like the netns ones.
 INTEROP_SRCS := $(sort $(wildcard tests/interop/*.c))

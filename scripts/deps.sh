@@ -13,10 +13,10 @@ PKGS=(
   # rdma-core v44 headers (ABI we mimic) and the real client programs
   libibverbs-dev librdmacm-dev rdmacm-utils ibverbs-utils perftest
   # network tests, wire check, benchmarks
-  iproute2 tshark iperf3 sockperf libfabric-bin procps psmisc
+  iproute2 tshark iperf3 sockperf libfabric-bin procps psmisc socat
   # siw interop tier (tests/interop): qemu guest with the kernel's siw,
   # built by ../shared/siw-peer/build.sh (which adds linux-headers itself)
-  qemu-system-x86 socat cpio kmod xz-utils zstd python3
+  qemu-system-x86 cpio kmod xz-utils zstd python3
 )
 
 # --check: report what is missing and exit 1, install nothing.

@@ -295,6 +295,7 @@ static size_t put_read_req(uint8_t *p, struct conn *c, uint32_t src_stag,
 /*
  * Frame one FPDU (RFC 5044 §4): [ULPDU length][ULPDU][pad][CRC]. The pad
  * makes (2 + ULPDU) a multiple of 4; CRC covers length, ULPDU and pad.
+ * The CRC field is there even without negotiated CRC (§4.1): zeros then.
  * @claim: the ULPDU length to put in the header, < 0 for the true one (the
  * bad-len cases lie). @crc_xor flips CRC bits (bad-crc case).
  * Return: bytes in @out, which must hold 2 + ulpdu + 3 + 4.
@@ -313,11 +314,8 @@ static size_t frame(uint8_t *out, struct conn *c, const uint8_t *ulpdu,
 	memcpy(out + 2, ulpdu, ulen);
 	while (n % 4)
 		out[n++] = 0;
-	if (c->crc) {
-		crc_put(out + n, crc32c(out, n) ^ crc_xor);
-		n += 4;
-	}
-	return n;
+	crc_put(out + n, c->crc ? crc32c(out, n) ^ crc_xor : 0);
+	return n + 4;
 }
 
 /* Frame and send one ULPDU with its true length. */
@@ -883,7 +881,8 @@ static int read_fpdu(struct conn *c, struct seen *s, double deadline,
 	ulen = rd16(buf);
 	n = 2 + (size_t)ulen;
 	pad = (4 - n % 4) % 4;
-	rv = recv_exact(c->fd, buf + 2, ulen + pad + (c->crc ? 4 : 0), deadline);
+	/* the CRC field is always on the wire, checked only with CRC on */
+	rv = recv_exact(c->fd, buf + 2, ulen + pad + 4, deadline);
 	if (rv)
 		return rv;
 	s->fpdus++;

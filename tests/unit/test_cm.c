@@ -20,6 +20,7 @@
 #include <arpa/inet.h>
 #include <cmocka.h>
 #include "xiwarp/xiwarp.h"
+#include "xiwarp/wire/mpa.h"
 #include "xiw_conn.h"
 #include "xiw_cm.h"
 #include "xiw_cm_mpa.h"
@@ -31,7 +32,7 @@ struct fake_qp {
 	struct xiw_cm_conn *conn;
 	struct xiw_llp *llp;
 	struct xiw_conn_params p;
-	int attached, rtr_sent, rtr_seen, detached, closed;
+	int attached, rtr_sent, rtr_seen, detached, closed, nudges;
 };
 
 static void fq_readable(void *arg)
@@ -85,6 +86,17 @@ int xiw_qp_send_rtr(struct xiw_qp *qp)
 
 	q->rtr_sent++;
 	return xiw_llp_send(q->llp, &iov, 1, false) == 1 ? 0 : -EIO;
+}
+
+/* The fake peer never answers: count the nudges of a WRITE RTR. */
+int xiw_qp_rtr_nudge(struct xiw_qp *qp)
+{
+	struct fake_qp *q = (struct fake_qp *)qp;
+
+	if (q->p.rtr != XIW_RTR_WRITE)
+		return -EINVAL;
+	q->nudges++;
+	return 0;
 }
 
 void xiw_qp_detach(struct xiw_qp *qp, bool abort)
@@ -259,7 +271,8 @@ static void test_negotiate_v1_and_bits(void **state)
 	/* one FPDU per 1448-byte segment: <= 3 markers, CRC, 2-byte length */
 	assert_int_equal(p.max_ulpdu, 1448 - 12 - 4 - 2);
 	assert_int_equal((p.max_ulpdu + 2) % 4, 0);
-	assert_int_equal(xiw_cm_max_ulpdu(1448, false, false, false), 1446);
+	/* without CRC the 4-byte CRC field is still on the wire (§4.1) */
+	assert_int_equal(xiw_cm_max_ulpdu(1448, false, false), 1442);
 
 	/* a reply choosing an RTR type that was not offered is an error */
 	xiw_cm_mpa_request(&req, 1, 1, NULL, 0);
@@ -269,6 +282,53 @@ static void test_negotiate_v1_and_bits(void **state)
 	rep.rtr_write = false;
 	rep.rtr_read = true;
 	assert_int_equal(xiw_cm_conn_params(&req, &rep, true, 1448, &p), -EPROTO);
+}
+
+/*
+ * Big FPDUs only on the peer's own word: siw as responder copies our
+ * request's 0x08 into its reply, which must not switch us to 64 KB FPDUs;
+ * a siw initiator without try_gso does not set 0x08 at all.
+ */
+static uint8_t mpa_flags_of(const struct xiw_mpa_params *req)
+{
+	uint8_t buf[64];
+
+	assert_true(xiw_mpa_encode(false, req, buf, sizeof(buf)) > 0);
+	return buf[XIW_MPA_OFF_FLAGS];
+}
+
+static void test_big_fpdu_announce(void **state)
+{
+	struct xiw_mpa_params req, rep, echo;
+	struct xiw_conn_params p;
+	uint8_t buf[64];
+	int n;
+
+	(void)state;
+	/* xiwarp <-> xiwarp: both sides go big */
+	xiw_cm_mpa_request(&req, 1, 1, NULL, 0);
+	xiw_cm_mpa_reply(&req, 1, 1, NULL, 0, false, &rep);
+	assert_true(rep.big_fpdu && rep.big_ack);
+	assert_int_equal(xiw_cm_conn_params(&req, &rep, true, 1448, &p), 0);
+	assert_true(p.max_ulpdu > 1448);
+	assert_int_equal(xiw_cm_conn_params(&req, &rep, false, 1448, &p), 0);
+	assert_true(p.max_ulpdu > 1448);
+
+	/* siw responder: its reply carries the request's flags byte */
+	n = xiw_mpa_encode(true, &rep, buf, sizeof(buf));
+	assert_true(n > 0);
+	buf[XIW_MPA_OFF_FLAGS] = mpa_flags_of(&req);
+	assert_int_equal(xiw_mpa_parse(true, buf, (size_t)n, &echo), n);
+	assert_true(echo.big_fpdu && !echo.big_ack);
+	assert_int_equal(xiw_cm_conn_params(&req, &echo, true, 1448, &p), 0);
+	assert_true(p.max_ulpdu + 6 <= 1448);		/* one FPDU per segment */
+
+	/* siw initiator, try_gso off: no 0x08, so no big FPDUs from us */
+	req.big_fpdu = false;
+	xiw_cm_mpa_reply(&req, 1, 1, NULL, 0, false, &rep);
+	assert_false(rep.big_fpdu || rep.big_ack);
+	assert_int_equal(xiw_cm_conn_params(&req, &rep, false, 1448, &p), 0);
+	assert_int_equal(p.max_ulpdu, 1442);
 }
 
 /* ------------------------------------------------ request / reject --- */
@@ -572,6 +632,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_negotiate_v2, setup),
 		cmocka_unit_test_setup(test_negotiate_v1_and_bits, setup),
+		cmocka_unit_test_setup(test_big_fpdu_announce, setup),
 		cmocka_unit_test_setup(test_request_reject, setup),
 		cmocka_unit_test_setup(test_ipv6_request, setup),
 		cmocka_unit_test_setup(test_unreachable, setup),

@@ -29,6 +29,7 @@ static void roundtrip(bool is_reply, const struct xiw_mpa_params *in)
 	assert_int_equal(out.crc, in->crc);
 	assert_int_equal(out.reject, is_reply && in->reject);
 	assert_int_equal(out.big_fpdu, in->big_fpdu);
+	assert_int_equal(out.big_ack, is_reply && in->big_ack);
 	assert_int_equal(out.plen, in->plen);
 	if (in->plen)
 		assert_memory_equal(out.pdata, in->pdata, in->plen);
@@ -52,15 +53,17 @@ static void test_roundtrip(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(pd); i++)
 		pd[i] = (uint8_t)(i ^ 0x5a);
-	for (int bits = 0; bits < 512; bits++) {
+	for (int bits = 0; bits < 1024; bits++) {
 		struct xiw_mpa_params p = {
 			.version = bits & 1 ? 2 : 1,
 			.markers = bits & 2, .crc = bits & 4,
 			.reject = bits & 8, .big_fpdu = bits & 16,
 			.p2p = bits & 32, .rtr_write = bits & 64,
 			.rtr_read = bits & 128, .rtr_zero_len = bits & 256,
+			.big_ack = bits & 512,
 			.ird = (uint16_t)(bits * 37), .ord = (uint16_t)(bits * 91),
-			.pdata = pd, .plen = (uint16_t)(bits % 7 == 0 ? 0 : bits),
+			.pdata = pd,
+			.plen = (uint16_t)(bits % 7 == 0 ? 0 : bits & 511),
 		};
 
 		if (p.version == 2 && p.plen > XIW_MPA_MAX_PD - XIW_MPA_V2_LEN)

@@ -355,6 +355,29 @@ static void test_split_plain(void **state)
 	every_split(false, false);
 }
 
+/*
+ * RFC 5044 §4.1: without CRC the 4-byte CRC field is still in every FPDU
+ * and the receiver must not check it. Each FPDU is 2 + ULPDU + pad + 4
+ * octets on the wire, whatever the field holds.
+ */
+static void test_crc_field_unchecked(void **state)
+{
+	struct stream st;
+	size_t end;
+
+	(void)state;
+	stream_build(&st, 40, false, false, 0);
+	for (int i = 0; i < st.nfpdu; i++) {
+		end = i + 1 < st.nfpdu ? st.fpdu_off[i + 1] : st.len;
+		assert_int_equal(end - st.fpdu_off[i],
+				 2 + st.hdr[i].ulpdu_len + st.hdr[i].pad + 4);
+		memcpy(st.buf + end - 4, "\xde\xad\xbe\xef", 4);
+	}
+	run_whole(&st, false, false, 0, SIZE_MAX, 64, 0);
+	run_whole(&st, false, false, st.len / 2, 1, 64, 0);
+	stream_free(&st);
+}
+
 static void test_split_crc(void **state)
 {
 	(void)state;
@@ -589,6 +612,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_plain),
+		cmocka_unit_test(test_crc_field_unchecked),
 		cmocka_unit_test(test_split_crc),
 		cmocka_unit_test(test_split_markers),
 		cmocka_unit_test(test_split_crc_markers),

@@ -47,6 +47,7 @@ static void test_plain_layout(void **state)
 	struct xiw_fpdu_hdr h = { .opcode = RDMAP_SEND, .last = true };
 	struct built *b = malloc(sizeof(*b));
 	uint8_t crc[4];
+	uint64_t off;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(payload); i++)
@@ -69,10 +70,14 @@ static void test_plain_layout(void **state)
 		if (len)
 			assert_ptr_equal(b->iov[1].iov_base, payload);
 	}
-	/* no CRC: no trailer beyond the pad */
+	/* no CRC: the CRC field is still sent, as zeros (RFC 5044 §4.1) */
 	tx.crc = false;
+	off = tx.stream_off;
 	build(&tx, &h, 5, b);
-	assert_int_equal(b->len, 28);
+	assert_int_equal(b->len, 32);
+	assert_int_equal(tx.stream_off - off, 32);
+	for (int k = 0; k < 4; k++)
+		assert_int_equal(b->wire[28 + k], 0);
 	free(b);
 }
 
@@ -135,8 +140,8 @@ static void test_first_marker(void **state)
 	assert_int_equal(xiw_get_be16(b->wire + 4), 618);
 	/* next marker at 512: 508 octets after the length field */
 	assert_int_equal(xiw_get_be16(b->wire + 512 + 2), 508);
-	/* 4 + 620 data + 4 marker = 628 */
-	assert_int_equal(b->len, 628);
+	/* 4 + 620 data + 4 marker + 4 CRC field (zero, CRC off) = 632 */
+	assert_int_equal(b->len, 632);
 	free(b);
 }
 

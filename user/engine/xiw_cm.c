@@ -47,6 +47,42 @@ static void active_writable(void *arg)
 	c->rlen = 0;
 }
 
+/*
+ * RTR nudge (active side, WRITE RTR). RFC 6581 §4 lets the initiator send
+ * FPDUs right behind its RTR, and the responder sends nothing before the
+ * RTR arrived, so until then we hear nothing. siw 6.1 as responder
+ * switches its socket to RTR reception only after its MPA reply has left
+ * (siw_accept: siw_send_mpareqrep(), then siw_sk_assign_rtr_upcalls());
+ * an RTR, and the FPDUs behind it, that reach it in that window are left
+ * unread until more data arrives. Then neither side moves: siw never
+ * reports ESTABLISHED, and if we give up, our close reaches an iWARP CM
+ * that is still accepting (iwcm.c:969 BUG in Linux 6.1). So while the peer
+ * has sent nothing, another zero-length WRITE, a no-op to a peer in RTS,
+ * wakes it up: after 10, 20, 40 ... 640 ms, then we stop.
+ */
+#define RTR_NUDGE_FIRST_MS 10
+#define RTR_NUDGE_LAST_MS 640
+
+static void rtr_nudge(void *arg)
+{
+	struct xiw_cm_conn *c = arg;
+
+	if (c->state != CS_ESTABLISHED || !c->attached || !c->qp)
+		return;
+	if (xiw_qp_rtr_nudge(c->qp) || c->nudge_ms >= RTR_NUDGE_LAST_MS)
+		return;
+	c->nudge_ms *= 2;
+	xiw_progress_timer_arm(&c->timer, c->nudge_ms, rtr_nudge, c);
+}
+
+static void rtr_nudge_start(struct xiw_cm_conn *c, enum xiw_rtr_type rtr)
+{
+	if (rtr != XIW_RTR_WRITE)
+		return;
+	c->nudge_ms = RTR_NUDGE_FIRST_MS;
+	xiw_progress_timer_arm(&c->timer, c->nudge_ms, rtr_nudge, c);
+}
+
 /* Reply accepted: hand the stream to the QP, RTR, ESTABLISHED. */
 static void active_attach(struct xiw_cm_conn *c)
 {
@@ -72,12 +108,17 @@ static void active_attach(struct xiw_cm_conn *c)
 		}
 	}
 	c->state = CS_ESTABLISHED;
+	rtr_nudge_start(c, p.rtr);
 	cm_emit(c, XIW_CM_ESTABLISHED, 0, c->rep.pdata, c->rep.plen);
 }
 
 static void active_reply(struct xiw_cm_conn *c)
 {
 	if (c->rep.reject) {
+		/* siw rejects a request with M=1 (markers) by such a reply */
+		if (c->req.markers && !c->rep.markers)
+			xiw_log(XIW_LOG_WARN,
+				"CM: the peer rejected our MPA request, which asks for markers (XIW_MPA_MARKERS=1); Linux siw and most iWARP NICs do not support markers: connect without them");
 		c->final = true;
 		cm_emit(c, XIW_CM_REJECTED, -ECONNREFUSED, c->rep.pdata,
 			c->rep.plen);

@@ -63,6 +63,7 @@ struct xiw_cm_conn {
 	struct sockaddr_storage src;	/* active: bind address (family 0: none) */
 	uint64_t refused_until_ns;	/* active: retry a refused connect until */
 	uint32_t refused_tries;
+	unsigned int nudge_ms;	/* active, WRITE RTR: next nudge delay */
 	size_t rlen;		/* bytes of the frame being read */
 	struct xiw_mpa_params req, rep;	/* pdata points into the buffers */
 	uint16_t ird, ord;	/* what this side offered */

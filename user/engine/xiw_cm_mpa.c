@@ -107,7 +107,9 @@ void xiw_cm_mpa_reply(const struct xiw_mpa_params *req, uint16_t ird,
 	rep->reject = reject;
 	rep->crc = req->crc || k->crc;
 	rep->markers = k->markers;
+	/* answer an announced big-FPDU request; never offer it unasked */
 	rep->big_fpdu = req->big_fpdu;
+	rep->big_ack = req->big_fpdu;
 	rep->pdata = pdata;
 	rep->plen = plen;
 	if (rep->version != XIW_MPA_REV2)
@@ -145,14 +147,15 @@ static uint32_t ulpdu_align(uint32_t max)
 	return ((max + 2) & ~3u) - 2;
 }
 
-uint32_t xiw_cm_max_ulpdu(uint32_t mss, bool crc, bool markers, bool big)
+uint32_t xiw_cm_max_ulpdu(uint32_t mss, bool markers, bool big)
 {
 	uint32_t cap = xiw_cm_knobs()->max_fpdu, v;
 
 	if (big) {
 		v = ULPDU_LIMIT;
 	} else {
-		uint32_t over = (crc ? XIW_MPA_CRC_SIZE : 0) + XIW_MPA_LEN_SIZE;
+		/* the CRC field is on the wire with or without CRC (§4.1) */
+		uint32_t over = XIW_MPA_CRC_SIZE + XIW_MPA_LEN_SIZE;
 
 		if (markers)
 			over += XIW_MPA_MARKER_SIZE * ((mss + 511) / 512);
@@ -184,13 +187,29 @@ static int params_p2p(const struct xiw_mpa_params *req,
 	return 0;
 }
 
+/*
+ * May we send FPDUs larger than one segment? Only if the peer announced
+ * it takes them: the initiator in its request (0x08), the responder in its
+ * reply with 0x08 and 0x04, because a bare 0x08 in a reply can be siw's
+ * echo of our request (siw copies the request's bits). Otherwise FPDUs
+ * stay MSS-aligned, as RFC 5044 §8 expects of a sender.
+ */
+static bool peer_takes_big_fpdus(const struct xiw_mpa_params *req,
+				 const struct xiw_mpa_params *rep,
+				 bool initiator)
+{
+	if (initiator)
+		return rep->big_fpdu && rep->big_ack;
+	return req->big_fpdu;
+}
+
 int xiw_cm_conn_params(const struct xiw_mpa_params *req,
 		       const struct xiw_mpa_params *rep, bool initiator,
 		       uint32_t mss, struct xiw_conn_params *out)
 {
 	const struct xiw_mpa_params *mine = initiator ? req : rep;
 	const struct xiw_mpa_params *peer = initiator ? rep : req;
-	bool big = req->big_fpdu && rep->big_fpdu;
+	bool big = peer_takes_big_fpdus(req, rep, initiator);
 
 	memset(out, 0, sizeof(*out));
 	if (rep->version > req->version) {
@@ -202,7 +221,7 @@ int xiw_cm_conn_params(const struct xiw_mpa_params *req,
 	out->crc = req->crc || rep->crc;
 	out->markers_tx = peer->markers;
 	out->markers_rx = mine->markers;
-	out->max_ulpdu = xiw_cm_max_ulpdu(mss, out->crc, out->markers_tx, big);
+	out->max_ulpdu = xiw_cm_max_ulpdu(mss, out->markers_tx, big);
 	if (rep->version == XIW_MPA_REV2) {
 		out->ird = mine->ird;
 		out->ord = min16(mine->ord, peer->ird);

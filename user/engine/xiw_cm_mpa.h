@@ -61,9 +61,10 @@ int xiw_cm_conn_params(const struct xiw_mpa_params *req,
 
 /**
  * xiw_cm_max_ulpdu() - largest ULPDU for one TCP segment of @mss bytes:
- * MSS minus CRC and marker overhead, with 2-byte length + ULPDU a multiple
+ * MSS minus the 2-byte length, the CRC field (present whether or not CRC
+ * is on, RFC 5044 §4.1) and markers, with 2-byte length + ULPDU a multiple
  * of 4 (no pad); or the big-FPDU size when @big. Capped by XIW_MAX_FPDU.
  */
-uint32_t xiw_cm_max_ulpdu(uint32_t mss, bool crc, bool markers, bool big);
+uint32_t xiw_cm_max_ulpdu(uint32_t mss, bool markers, bool big);
 
 #endif /* XIW_CM_MPA_H */

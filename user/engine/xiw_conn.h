@@ -56,6 +56,14 @@ int xiw_qp_attach(struct xiw_qp *qp, struct xiw_cm_conn *conn,
  *  empty SEND per @p->rtr). Return: 0 or -errno. */
 int xiw_qp_send_rtr(struct xiw_qp *qp);
 /**
+ * xiw_qp_rtr_nudge() - active side with a WRITE RTR: send one more
+ * zero-length WRITE (the RTR's own form; RFC 5040 §4.3 WRITE with no
+ * payload places nothing) to wake a peer that left the RTR unread.
+ * Return: 0; -EALREADY once anything was received from the peer (no nudge
+ * is needed any more); -EINVAL no WRITE RTR; -ENOTCONN not attached.
+ */
+int xiw_qp_rtr_nudge(struct xiw_qp *qp);
+/**
  * xiw_qp_detach() - graceful (abort false: send queued FPDUs, then FIN) or
  * abortive (RST) end of the stream; the QP goes to ERROR and flushes.
  * Safe to call more than once.

@@ -22,6 +22,8 @@ static uint8_t mpa_flags(const struct xiw_mpa_params *p, bool is_reply)
 		f |= XIW_MPA_FLAG_ENHANCED;
 	if (p->big_fpdu)
 		f |= XIW_MPA_FLAG_GSO;
+	if (is_reply && p->big_ack)
+		f |= XIW_MPA_FLAG_BIG_ACK;
 	return f;
 }
 
@@ -119,6 +121,7 @@ int xiw_mpa_parse(bool is_reply, const uint8_t *buf, size_t len,
 	out->crc = flags & XIW_MPA_FLAG_C;
 	out->reject = is_reply && (flags & XIW_MPA_FLAG_R);
 	out->big_fpdu = flags & XIW_MPA_FLAG_GSO;
+	out->big_ack = is_reply && (flags & XIW_MPA_FLAG_BIG_ACK);
 	out->pdata = buf + XIW_MPA_HDR_LEN;
 	out->plen = pd;
 	if (rev == XIW_MPA_REV2) {

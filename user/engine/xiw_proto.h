@@ -59,12 +59,15 @@ enum { XIW_TERM_LAYER_RDMAP = 0, XIW_TERM_LAYER_DDP = 1, XIW_TERM_LAYER_LLP = 2 
  * @p2p:      v2: peer-to-peer mode requested (I bit in IRD field).
  * @rtr_write, @rtr_read, @rtr_zero_len: v2 RTR type bits.
  * @ird, @ord: v2 IRD/ORD (14 bits each); v1: 0.
- * @big_fpdu: siw's experimental "GSO" bit 0x0800 (FPDUs up to 64 KB).
+ * @big_fpdu: siw's experimental "GSO" bit 0x0800: the sender of the frame
+ *            accepts FPDUs up to 64 KB.
+ * @big_ack:  reply only, xiwarp's bit 0x0400: the responder's @big_fpdu
+ *            is its own, not an echo of the request (siw echoes).
  * @pdata, @plen: private data (after the v2 IRD/ORD word), <= 512 bytes.
  */
 struct xiw_mpa_params {
 	uint8_t version;
-	bool markers, crc, reject, big_fpdu;
+	bool markers, crc, reject, big_fpdu, big_ack;
 	bool p2p, rtr_write, rtr_read, rtr_zero_len;
 	uint16_t ird, ord;
 	const uint8_t *pdata;

@@ -866,6 +866,30 @@ void xiw_tx_writable(void *arg)
 	xiw_tx_unlock(qp);
 }
 
+/** xiw_qp_rtr_nudge() - see xiw_conn.h. */
+int xiw_qp_rtr_nudge(struct xiw_qp *qp)
+{
+	bool heard;
+	int ret = 0;
+
+	pthread_mutex_lock(&qp->rx_lock);
+	heard = qp->rx.stream_off > 0;
+	pthread_mutex_unlock(&qp->rx_lock);
+	if (heard)
+		return -EALREADY;
+	pthread_mutex_lock(&qp->tx_lock);
+	if (!qp->attached)
+		ret = -ENOTCONN;
+	else if (qp->params.rtr != XIW_RTR_WRITE)
+		ret = -EINVAL;
+	if (!ret && qp->rtr == XIW_RTR_NONE) {
+		qp->rtr = XIW_RTR_WRITE;
+		xiw_tx_push(qp);
+	}
+	xiw_tx_unlock(qp);
+	return ret;
+}
+
 /**
  * xiw_qp_send_rtr() - active peer-to-peer side: send the RTR FPDU
  * (RFC 6581 §4) per the attach params: a zero-length READ request with

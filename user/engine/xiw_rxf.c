@@ -87,7 +87,8 @@ size_t xiw_rx_term_hdr(const struct xiw_rx *rx, uint8_t out[XIW_MAX_HDR_LEN])
 
 static uint32_t rx_trailer_len(const struct xiw_rx *rx)
 {
-	return rx->hdr.pad + (rx->crc ? XIW_MPA_CRC_SIZE : 0);
+	/* RFC 5044 §4.1: the CRC field is there even when CRC is off */
+	return rx->hdr.pad + XIW_MPA_CRC_SIZE;
 }
 
 static void rx_new_fpdu(struct xiw_rx *rx)

@@ -88,20 +88,24 @@ static int txw_emit(struct txw *w, const uint8_t *base, size_t len, bool crc)
 	return 0;
 }
 
-/* RFC 5044 §6: pad, then the CRC of everything before the CRC field. */
+/*
+ * RFC 5044 §6: pad, then the CRC of everything before the CRC field. The
+ * CRC field is part of every FPDU (§4.1): without negotiated CRC it is
+ * still sent, as zeros, and a receiver skips it unchecked. siw always
+ * reads it; leaving it out shifts every later FPDU by 4 octets.
+ */
 static int txf_trailer(struct txw *w, uint8_t *trailer, unsigned int pad)
 {
 	int err = 0;
 
 	if (pad)
 		err = txw_emit(w, trailer, pad, true);
-	if (err || !w->crc_on)
-		return err;
-	if (w->markers && w->pos % MI == 0)
+	if (!err && w->markers && w->pos % MI == 0)
 		err = txw_marker(w, true);	/* in front of the CRC: covered */
 	if (err)
 		return err;
-	xiw_crc32c_wire(w->crc, trailer + pad);
+	if (w->crc_on)
+		xiw_crc32c_wire(w->crc, trailer + pad);
 	return txw_emit(w, trailer + pad, XIW_MPA_CRC_SIZE, false);
 }
 

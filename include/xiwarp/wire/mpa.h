@@ -18,7 +18,14 @@
  * RFC 5044 §7.1 frame: key[16] | flags(8) | rev(8) | pd_len(16) | pdata.
  * The flags byte: M, C, R as in RFC 5044; 0x10 "enhanced" (siw sets it
  * with rev 2, RFC 6581); 0x08 siw's experimental GSO ("big FPDU") bit, i.e.
- * 0x0800 of the 16-bit flags/rev word.
+ * 0x0800 of the 16-bit flags/rev word: "the sender of this frame accepts
+ * FPDUs larger than one TCP segment".
+ *
+ * siw as responder copies the request's flag bits into its reply, so a
+ * 0x08 in a reply may be nothing but an echo. An xiwarp responder that
+ * really accepts big FPDUs also sets 0x04 (XIW_MPA_FLAG_BIG_ACK), a
+ * reserved bit that xiwarp never puts in a request and so never appears
+ * in an echo. RFC 5044 §7.1: reserved bits are not checked on receive.
  */
 #define XIW_MPA_FLAG_M		0x80
 #define XIW_MPA_FLAG_C		0x40
@@ -26,7 +33,8 @@
 #define XIW_MPA_FLAG_ENHANCED	0x10
 #define XIW_MPA_FLAG_GSO	0x08
 #define XIW_MPA_BITS_GSO	0x0800	/* same bit in the 16-bit word */
-#define XIW_MPA_FLAG_RES_MASK	0x07
+#define XIW_MPA_FLAG_BIG_ACK	0x04	/* reply only: 0x08 is no echo */
+#define XIW_MPA_FLAG_RES_MASK	0x03
 
 #define XIW_MPA_OFF_FLAGS	16
 #define XIW_MPA_OFF_REV		17

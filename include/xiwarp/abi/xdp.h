@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * BPF <-> user interface of bpf/xiw_xdp.bpf.c: the XDP program of the xsk
+ * transport (AF_XDP + user-space TCP).
+ *
+ * The program steers the TCP segments of registered connections (flow map,
+ * keyed by the 4-tuple as seen on receive) and SYNs to registered
+ * listening ports (listen map) to the AF_XDP socket in the XSKMAP slot of
+ * the frame's RX queue; everything else is XDP_PASS. For a steered segment
+ * whose TCP payload starts an FPDU it parses the MPA length, DDP and RDMAP
+ * headers and puts a struct xiw_xdp_meta in front of the frame
+ * (bpf_xdp_adjust_meta). A segment whose FPDU header is malformed is
+ * steered without a record and counted: the engine parses it again and
+ * answers with TERMINATE. Nothing is dropped by the program.
+ *
+ * Byte order: map keys hold addresses and ports in network byte order, as
+ * in the packet (user space converts with htonl/htons); every other field
+ * (flow values, counters, the metadata record) is host byte order.
+ *
+ * Maps (found by name from the attached program's id, see
+ * user/tools/xiwctl.c; names are at most 15 characters):
+ *   xiw_flows   hash       struct xiw_xdp_flow_key   -> struct xiw_xdp_flow
+ *   xiw_listen  hash       struct xiw_xdp_listen_key -> struct xiw_xdp_listen
+ *   xiw_xsks    xskmap     __u32 slot (RX queue)     -> AF_XDP socket fd
+ *   xiw_xdp_cnt percpu arr __u32 enum xiw_xdp_counter -> __u64
+ *   xiw_xdp_cfg array      __u32 0                   -> struct xiw_xdp_cfg
+ * A change of any layout bumps XIW_XDP_ABI_VERSION; user space also checks
+ * the maps' key and value sizes against these structs before use.
+ *
+ * Included by BPF code and by user code after <linux/types.h>: only
+ * __u8.. __u64 here.
+ */
+#ifndef XIWARP_ABI_XDP_H
+#define XIWARP_ABI_XDP_H
+
+#define XIW_XDP_ABI_VERSION	1
+
+/* the program's section and name (ip link ... xdp obj X sec xdp.frags) */
+#define XIW_XDP_SEC		"xdp.frags"
+#define XIW_XDP_PROG_NAME	"xiw_xdp"
+
+#define XIW_XDP_MAP_FLOWS	"xiw_flows"
+#define XIW_XDP_MAP_LISTEN	"xiw_listen"
+#define XIW_XDP_MAP_XSKS	"xiw_xsks"
+#define XIW_XDP_MAP_CNT		"xiw_xdp_cnt"
+#define XIW_XDP_MAP_CFG		"xiw_xdp_cfg"
+
+/* map sizes (max_entries) of the object as built */
+#define XIW_XDP_MAX_FLOWS	16384
+#define XIW_XDP_MAX_LISTEN	256
+#define XIW_XDP_MAX_XSKS	64	/* RX queues an interface may use */
+
+/* address families of the keys: the IP version, not AF_* */
+#define XIW_XDP_FAMILY_IPV4	4
+#define XIW_XDP_FAMILY_IPV6	6
+
+/**
+ * struct xiw_xdp_flow_key - one TCP connection as its segments arrive.
+ * @saddr:  the peer's address (the segment's source), network byte order.
+ *          IPv4: @saddr[0], @saddr[1..3] zero. IPv6: all 16 octets.
+ * @daddr:  our address (the segment's destination), as @saddr.
+ * @sport:  the peer's TCP port, network byte order.
+ * @dport:  our TCP port, network byte order.
+ * @family: XIW_XDP_FAMILY_IPV4 or XIW_XDP_FAMILY_IPV6.
+ * @pad:    zero (part of the hashed key).
+ *
+ * 40 octets, no implicit padding: the key must be zeroed before it is
+ * filled, in BPF and in user space alike.
+ */
+struct xiw_xdp_flow_key {
+	__u32 saddr[4];
+	__u32 daddr[4];
+	__u16 sport;
+	__u16 dport;
+	__u8 family;
+	__u8 pad[3];
+};
+
+/* struct xiw_xdp_flow.flags, set by the engine */
+#define XIW_XDP_FLOW_FPDU_ALIGNED 0x0001 /* MPA is up and the peer sends
+					   * FPDU-aligned segments (RFC 5044
+					   * §8, Appendix A): every segment
+					   * starts an FPDU */
+#define XIW_XDP_FLOW_MARKERS	0x0002	/* the peer inserts markers every 512
+					 * stream octets from @mpa_seq0 */
+#define XIW_XDP_FLOW_CRC	0x0004	/* MPA CRC is in use (informational:
+					 * the CRC field is always on the
+					 * wire, RFC 5044 §4.1) */
+#define XIW_XDP_FLOW_NO_PARSE	0x0008	/* steer, but never parse FPDUs */
+
+/* struct xiw_xdp_flow.xsk: use the frame's RX queue as the XSKMAP slot */
+#define XIW_XDP_XSK_BY_RXQ	0xffffffffu
+
+/**
+ * struct xiw_xdp_flow - what the engine tells the program about a flow.
+ * @conn_id:  the engine's connection id; copied into the metadata record.
+ * @flags:    XIW_XDP_FLOW_*.
+ * @xsk:      XSKMAP slot to redirect to, or XIW_XDP_XSK_BY_RXQ.
+ * @mpa_seq0: TCP sequence number (host order) of the first octet after the
+ *            peer's MPA request/reply: the origin of the marker positions
+ *            (XIW_XDP_FLOW_MARKERS only).
+ * @packets:  segments steered (the program adds atomically).
+ * @bytes:    octets of those frames (the program adds atomically).
+ *
+ * 32 octets, 8-aligned.
+ */
+struct xiw_xdp_flow {
+	__u32 conn_id;
+	__u32 flags;
+	__u32 xsk;
+	__u32 mpa_seq0;
+	__u64 packets;
+	__u64 bytes;
+};
+
+/**
+ * struct xiw_xdp_listen_key - a listening TCP port.
+ * @port:   our TCP port, network byte order.
+ * @family: XIW_XDP_FAMILY_IPV4 or XIW_XDP_FAMILY_IPV6.
+ * @pad:    zero.
+ *
+ * A SYN (SYN set, ACK clear) to this port on any local address is
+ * steered; the engine filters addresses itself.
+ */
+struct xiw_xdp_listen_key {
+	__u16 port;
+	__u8 family;
+	__u8 pad;
+};
+
+/**
+ * struct xiw_xdp_listen - a listener.
+ * @listen_id: the engine's listener id (not put in metadata: SYNs carry
+ *             no payload).
+ * @xsk:       XSKMAP slot, or XIW_XDP_XSK_BY_RXQ.
+ * @syns:      SYNs steered (the program adds atomically).
+ */
+struct xiw_xdp_listen {
+	__u32 listen_id;
+	__u32 xsk;
+	__u64 syns;
+};
+
+/**
+ * enum xiw_xdp_counter - slots of the per-CPU counter array (__u64 each).
+ * @XIW_XDP_CNT_RX:        frames the program saw.
+ * @XIW_XDP_CNT_PASSED:    frames returned with XDP_PASS (all reasons).
+ * @XIW_XDP_CNT_STEERED:   frames redirected to an AF_XDP socket.
+ * @XIW_XDP_CNT_SYN:       of those, SYNs to a listening port.
+ * @XIW_XDP_CNT_NO_XSK:    registered, but no socket in the XSKMAP slot:
+ *                         passed to the kernel instead.
+ * @XIW_XDP_CNT_PARSED:    FPDU headers parsed, metadata record written.
+ * @XIW_XDP_CNT_MALFORMED: FPDU header invalid: steered without a record.
+ * @XIW_XDP_CNT_NO_FPDU:   steered without a record because the segment
+ *                         starts no FPDU (no payload, flow not aligned,
+ *                         a marker points back, parsing off).
+ * @XIW_XDP_CNT_BAD_L3L4:  IPv4/IPv6/TCP header cut short or invalid (IHL,
+ *                         data offset, lengths): passed to the kernel,
+ *                         which drops it.
+ * @XIW_XDP_CNT_META_FAIL: bpf_xdp_adjust_meta refused (driver without
+ *                         metadata room): steered without a record.
+ * @XIW_XDP_CNT_DROPPED:   frames the program dropped. Always 0: the
+ *                         program never drops (the slot keeps the column
+ *                         stable; AF_XDP ring drops are the socket's
+ *                         XDP_STATISTICS).
+ * @XIW_XDP_CNT_MAX:       number of slots.
+ */
+enum xiw_xdp_counter {
+	XIW_XDP_CNT_RX,
+	XIW_XDP_CNT_PASSED,
+	XIW_XDP_CNT_STEERED,
+	XIW_XDP_CNT_SYN,
+	XIW_XDP_CNT_NO_XSK,
+	XIW_XDP_CNT_PARSED,
+	XIW_XDP_CNT_MALFORMED,
+	XIW_XDP_CNT_NO_FPDU,
+	XIW_XDP_CNT_BAD_L3L4,
+	XIW_XDP_CNT_META_FAIL,
+	XIW_XDP_CNT_DROPPED,
+	XIW_XDP_CNT_MAX
+};
+
+/* struct xiw_xdp_cfg.flags */
+#define XIW_XDP_CFG_NO_PARSE	0x0001	/* steer only, never parse FPDUs */
+#define XIW_XDP_CFG_ZEROCOPY	0x0002	/* the operator asked for zero-copy
+					 * AF_XDP (xiwctl attach --zc): the
+					 * engine binds with XDP_ZEROCOPY and
+					 * fails rather than fall back */
+#define XIW_XDP_CFG_MODE_GENERIC 0x0004	/* attached in generic (skb) mode */
+
+/**
+ * struct xiw_xdp_cfg - run-time settings (array map, one slot), written
+ * by xiwctl and the engine, read by the program on every steered frame.
+ * @flags:   XIW_XDP_CFG_*.
+ * @abi:     XIW_XDP_ABI_VERSION of whoever wrote the slot; 0 = never set.
+ */
+struct xiw_xdp_cfg {
+	__u32 flags;
+	__u32 abi;
+};
+
+#define XIW_XDP_META_MAGIC	0x7869	/* "xi" */
+#define XIW_XDP_META_VERSION	1
+
+/* struct xiw_xdp_meta.flags */
+#define XIW_XDP_META_F_TAGGED	0x0001	/* DDP T: @stag and @to are valid,
+					 * else @qn, @msn and @mo */
+#define XIW_XDP_META_F_LAST	0x0002	/* DDP L: last segment of a message */
+#define XIW_XDP_META_F_FPDU_START 0x0004 /* the FPDU's length field is at
+					  * @fpdu_off (always set in v1) */
+#define XIW_XDP_META_F_MARKER	0x0008	/* a marker (FPDUPTR 0) preceded the
+					 * FPDU: @fpdu_off = @payload_off + 4 */
+#define XIW_XDP_META_F_CONTINUES 0x0010	/* the FPDU (length, ULPDU, pad, CRC,
+					 * markers) ends beyond this segment */
+#define XIW_XDP_META_F_MORE	0x0020	/* octets follow the FPDU in this
+					 * segment (the next FPDU, not parsed) */
+#define XIW_XDP_META_F_CRC_UNCHECKED 0x0040 /* the CRC was not verified
+					     * (always set in v1: the engine
+					     * verifies) */
+
+/**
+ * struct xiw_xdp_meta - the record in front of a steered frame that
+ * starts an FPDU (data_meta .. data). 32 octets: the XDP metadata limit of
+ * older kernels (xdp_metalen_invalid); 6.18 here accepted up to 216 in a
+ * test run, so in-kernel placement (phase 2) may grow the record, through
+ * a new @version (and a reader that checks it). Fields are naturally
+ * aligned.
+ *
+ * All fields host byte order (the program converts from the wire's
+ * big-endian). The engine trusts nothing here blindly: it checks what it
+ * uses against the frame.
+ *
+ * @magic:       XIW_XDP_META_MAGIC.
+ * @version:     XIW_XDP_META_VERSION; a reader rejects others.
+ * @opcode:      RDMAP opcode (RFC 5040 §4.3, enum xiw_rdmap_opcode); DDP
+ *               and RDMAP versions were checked (both 1).
+ * @conn_id:     struct xiw_xdp_flow.conn_id of the flow.
+ * @to:          tagged: the tagged offset in octets (RFC 5041 §4.3).
+ * @msn:         untagged: the message sequence number (RFC 5041 §4.4).
+ * @mo:          untagged: the message offset in octets.
+ * @tcp_seq:     TCP sequence number of the segment's first payload octet.
+ * @stag:        tagged: the STag.
+ * @qn:          untagged: the queue number.
+ * @payload_off: octets from the frame's first octet (Ethernet header,
+ *               xdp_md.data) to the TCP payload.
+ * @fpdu_off:    octets from the frame's first octet to the FPDU's MPA
+ *               length field (@payload_off, or + 4 after a marker).
+ * @ulpdu_len:   MPA ULPDU length in octets (DDP header + payload, without
+ *               length field, pad, CRC and markers), RFC 5044 §4.1.
+ * @flags:       XIW_XDP_META_F_* (DDP T and L among them).
+ */
+struct xiw_xdp_meta {
+	__u16 magic;
+	__u8 version;
+	__u8 opcode;
+	__u32 conn_id;
+	union {
+		__u64 to;
+		struct {
+			__u32 msn;
+			__u32 mo;
+		};
+	};
+	__u32 tcp_seq;
+	union {
+		__u32 stag;
+		__u32 qn;
+	};
+	__u16 payload_off;
+	__u16 fpdu_off;
+	__u16 ulpdu_len;
+	__u16 flags;
+};
+
+_Static_assert(sizeof(struct xiw_xdp_meta) == 32,
+	       "record v1 is 32 octets (older kernels' metadata limit)");
+_Static_assert(sizeof(struct xiw_xdp_flow_key) == 40, "flow key layout");
+_Static_assert(sizeof(struct xiw_xdp_flow) == 32, "flow value layout");
+
+#endif /* XIWARP_ABI_XDP_H */
