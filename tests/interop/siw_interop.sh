@@ -24,7 +24,9 @@
 #   strict    siw.mpa_crc_strict=1: rping with xiwarp CRC off must pass,
 #             with XIW_MPA_CRC=1 must fail promptly (reject, no hang)
 #   v1        siw.mpa_version=1: rping
-#   p2p       siw.peer_to_peer=1: rping with XIW_MPA_P2P=1 and =0
+#   p2p       siw.peer_to_peer=1: rping with XIW_MPA_P2P=1 and =0 (an
+#             xiwarp server with XIW_MPA_P2P=0 must fail: siw as P2P
+#             initiator TERMINATEs a reply without P2P)
 # Every rping cell (rping -v -V -C 100 -S 4096 on both ends) is captured
 # on the tap and judged: tshark decodes the MPA request/reply and every
 # FPDU as iwarp_ddp_rdmap, no malformed frames or expert errors, CRCs good
@@ -154,10 +156,13 @@ cells_of() {
 	v1)
 		for r in siwsrv xiwsrv; do echo "rping/$r/siw-v1"; done ;;
 	p2p)
-		for r in siwsrv xiwsrv; do
-			echo "rping/$r/siw-p2p1"
-			echo "rping/$r/siw-p2p1+xiw-p2p0"
-		done ;;
+		echo "rping/siwsrv/siw-p2p1"
+		echo "rping/siwsrv/siw-p2p1+xiw-p2p0"
+		echo "rping/xiwsrv/siw-p2p1"
+		# siw as a P2P initiator TERMINATEs (LLP, no matching RTR) when
+		# the reply does not take up peer-to-peer mode
+		echo "rping/xiwsrv/siw-p2p1+xiw-p2p0(must-fail)"
+		;;
 	esac
 }
 wanted() { [ -z "$FILTER" ] || grep -qE -- "$FILTER" <<<"$1"; }
