@@ -45,6 +45,8 @@
 #   XIW_INTEROP_NS=xiwinterop  XIW_INTEROP_TAP=xiwtapI
 #   XIW_INTEROP_RUN=/var/tmp/xiwarp-interop-run  XIW_INTEROP_NET=10.79.0
 #                          our guest's namespace, tap, run dir and /24
+#                          (one run per run dir at a time: a second waits
+#                          on $XIW_INTEROP_RUN.lock, XIW_INTEROP_LOCK_WAIT=1800 s)
 #   XIW_INTEROP_RUNS=N     repeat the whole matrix N times (default 1)
 #   XIW_INTEROP_FILTER=RE  only cells whose name matches (grep -E); boot
 #                          sets without a matching cell are not booted
@@ -201,6 +203,19 @@ if [ ! -f "$SIW_CACHE/out/vmlinuz" ] || [ ! -f "$SIW_CACHE/out/initramfs.cpio.gz
 	"$PEER/build.sh" >"/tmp/xiw-interop-build.$$.log" 2>&1 || {
 		tail -n 20 "/tmp/xiw-interop-build.$$.log"
 		echo "FAIL: $PEER/build.sh failed (log /tmp/xiw-interop-build.$$.log)"
+		exit 1
+	}
+fi
+
+# One run per namespace/tap/run dir at a time: a second invocation with the
+# same names (CI and a developer on one machine) would stop our guest and
+# delete our namespace under us. Wait for the lock instead.
+mkdir -p "$(dirname "$SIW_RUN")"
+exec 9>"$SIW_RUN.lock"
+if ! flock -n 9; then
+	echo "another interop run holds $SIW_RUN.lock; waiting (up to ${XIW_INTEROP_LOCK_WAIT:-1800}s)"
+	flock -w "${XIW_INTEROP_LOCK_WAIT:-1800}" 9 || {
+		echo "FAIL: $SIW_RUN.lock still held (set XIW_INTEROP_NS/TAP/RUN/NET for a parallel run)"
 		exit 1
 	}
 fi
