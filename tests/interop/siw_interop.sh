@@ -275,7 +275,7 @@ hbg() {
 	local log=$1
 	shift
 	# ip netns exec execs the command: $! is the program itself
-	ip netns exec "$SIW_NS" "$@" >"$log" 2>&1 </dev/null &
+	ip netns exec "$SIW_NS" "$@" >"$log" 2>&1 </dev/null 9>&- &
 	HPID=$!
 	HPIDS+=("$HPID")
 }
@@ -307,7 +307,7 @@ cap_start() { # PORT [SNAPLEN]: dumpcap on the tap for that port -> $CELLDIR/cap
 	CAP=$CELLDIR/cap.pcapng
 	rm -f "$CAP" "$CELLDIR/dumpcap.log"
 	ip netns exec "$SIW_NS" dumpcap -q -i "$SIW_TAP" "${snap[@]}" -f "tcp port $1" -w "$CAP" \
-		2>"$CELLDIR/dumpcap.log" </dev/null >/dev/null &
+		2>"$CELLDIR/dumpcap.log" </dev/null >/dev/null 9>&- &
 	CAPPID=$!
 	HPIDS+=("$CAPPID")
 	for i in $(seq 100); do
@@ -628,7 +628,8 @@ boot() { # SET
 	local set=$1 args=(--restart --siwcmd none --accel "$SIW_ACCEL" --timeout 300) app
 	app="${APPEND[$set]}${SIW_DEBUG:+ siw.dyndbg=+p}"
 	[ -n "$app" ] && args+=(--append "$app")
-	"$PEER/run.sh" "${args[@]}" >"$RUNDIR/boot-$set.log" 2>&1
+	# 9>&-: the daemonized qemu must not inherit (and keep) the run lock
+	"$PEER/run.sh" "${args[@]}" >"$RUNDIR/boot-$set.log" 2>&1 9>&-
 }
 
 # ------------------------------------------------------------ main
