@@ -330,6 +330,10 @@ if [ "${XIW_NO_INTEROP:-0}" = 1 ]; then
 	section "interop skipped (XIW_NO_INTEROP=1)"
 elif [ -f tests/interop/siw_interop.sh ]; then
 	section "interop (tests/interop/siw_interop.sh, BUILD=$BUILD)"
+	# a perftest cell is tried twice (a retry is printed on its line):
+	# siw's server sometimes fails perftest's last exchange after xiwarp's
+	# close (open: see README Interoperability)
+	XIW_INTEROP_PERF_TRIES=${XIW_INTEROP_PERF_TRIES:-2} \
 	BUILD="$BUILD" run_test "interop/siw" "$(script_timeout tests/interop/siw_interop.sh 2400)" "" \
 		bash tests/interop/siw_interop.sh
 fi

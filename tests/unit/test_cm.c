@@ -93,7 +93,7 @@ int xiw_qp_rtr_nudge(struct xiw_qp *qp)
 {
 	struct fake_qp *q = (struct fake_qp *)qp;
 
-	if (q->p.rtr != XIW_RTR_WRITE)
+	if (q->p.rtr == XIW_RTR_READ)
 		return -EINVAL;
 	q->nudges++;
 	return 0;

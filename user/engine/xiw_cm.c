@@ -48,17 +48,19 @@ static void active_writable(void *arg)
 }
 
 /*
- * RTR nudge (active side, WRITE RTR). RFC 6581 §4 lets the initiator send
- * FPDUs right behind its RTR, and the responder sends nothing before the
- * RTR arrived, so until then we hear nothing. siw 6.1 as responder
- * switches its socket to RTR reception only after its MPA reply has left
- * (siw_accept: siw_send_mpareqrep(), then siw_sk_assign_rtr_upcalls());
- * an RTR, and the FPDUs behind it, that reach it in that window are left
- * unread until more data arrives. Then neither side moves: siw never
+ * RTR nudge (active side, WRITE RTR or no RTR). RFC 5044 §7.1 lets the
+ * initiator send FPDUs as soon as the MPA reply is in, RFC 6581 §4 right
+ * behind its RTR, and a p2p responder sends nothing before the RTR
+ * arrived, so until then we may hear nothing. siw 6.1 as responder hands
+ * its socket to the QP (or to RTR reception) only after its MPA reply has
+ * left (siw_accept: siw_send_mpareqrep(), then siw_qp_socket_assoc() or
+ * siw_sk_assign_rtr_upcalls()); an RTR or FPDU that reaches it in that
+ * window is left unread until more data arrives. Then neither side moves: siw never
  * reports ESTABLISHED, and if we give up, our close reaches an iWARP CM
  * that is still accepting (iwcm.c:969 BUG in Linux 6.1). So while the peer
  * has sent nothing, another zero-length WRITE, a no-op to a peer in RTS,
- * wakes it up: after 10, 20, 40 ... 640 ms, then we stop.
+ * wakes it up: after 10, 20, 40 ... 640 ms, then we stop. Not with a
+ * READ RTR: the peer's READ response shows that it read the RTR.
  */
 #define RTR_NUDGE_FIRST_MS 10
 #define RTR_NUDGE_LAST_MS 640
@@ -77,7 +79,7 @@ static void rtr_nudge(void *arg)
 
 static void rtr_nudge_start(struct xiw_cm_conn *c, enum xiw_rtr_type rtr)
 {
-	if (rtr != XIW_RTR_WRITE)
+	if (rtr == XIW_RTR_READ)	/* the READ response tells us */
 		return;
 	c->nudge_ms = RTR_NUDGE_FIRST_MS;
 	xiw_progress_timer_arm(&c->timer, c->nudge_ms, rtr_nudge, c);

@@ -56,11 +56,12 @@ int xiw_qp_attach(struct xiw_qp *qp, struct xiw_cm_conn *conn,
  *  empty SEND per @p->rtr). Return: 0 or -errno. */
 int xiw_qp_send_rtr(struct xiw_qp *qp);
 /**
- * xiw_qp_rtr_nudge() - active side with a WRITE RTR: send one more
- * zero-length WRITE (the RTR's own form; RFC 5040 §4.3 WRITE with no
- * payload places nothing) to wake a peer that left the RTR unread.
+ * xiw_qp_rtr_nudge() - active side: send a zero-length WRITE (the WRITE
+ * RTR's form; a WRITE with no payload places nothing, RFC 5040 §4.3) to
+ * wake a peer that left our first FPDUs unread.
  * Return: 0; -EALREADY once anything was received from the peer (no nudge
- * is needed any more); -EINVAL no WRITE RTR; -ENOTCONN not attached.
+ * is needed any more); -EINVAL a READ RTR (its response is the proof);
+ * -ENOTCONN not attached.
  */
 int xiw_qp_rtr_nudge(struct xiw_qp *qp);
 /**

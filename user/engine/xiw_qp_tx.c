@@ -880,7 +880,7 @@ int xiw_qp_rtr_nudge(struct xiw_qp *qp)
 	pthread_mutex_lock(&qp->tx_lock);
 	if (!qp->attached)
 		ret = -ENOTCONN;
-	else if (qp->params.rtr != XIW_RTR_WRITE)
+	else if (qp->params.rtr == XIW_RTR_READ)
 		ret = -EINVAL;
 	if (!ret && qp->rtr == XIW_RTR_NONE) {
 		qp->rtr = XIW_RTR_WRITE;
