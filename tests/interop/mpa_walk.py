@@ -62,19 +62,7 @@ def stream(d):
     return bytes(buf)
 
 
-T = [0] * 256
-for i in range(256):
-    c = i
-    for _ in range(8):
-        c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
-    T[i] = c
-
-
-def crc32c(b):
-    c = 0xFFFFFFFF
-    for x in b:
-        c = T[(c ^ x) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
+from crc32c import crc32c  # noqa: E402 (shared table)
 
 
 def hdr(b, key):
