@@ -354,8 +354,25 @@ perf_value() {
 NPASS=0 NFAIL=0
 FAILED=()
 RATES=()
+# The guest kernel's count of BUG/Oops lines; a cell during which it grew
+# fails, whatever else it saw (siw's races end in iw_cm BUGs).
+GUEST_BUGS=0
+guest_bugs() {
+	local n
+	n=$(gsh "dmesg | grep -cE 'kernel BUG|Oops'; true" 2>/dev/null | head -1)
+	echo "${n:-0}"
+}
+
 result() { # CELL OK(0|1) DETAIL
-	local line
+	local line ok=$2 detail=$3 bugs
+	bugs=$(guest_bugs)
+	if [ "${bugs:-0}" -gt "$GUEST_BUGS" ]; then
+		GUEST_BUGS=$bugs
+		gsh "dmesg" >"$CELLDIR/dmesg.txt" 2>&1
+		ok=1
+		detail="guest kernel BUG/Oops during this cell (dmesg.txt); $detail"
+	fi
+	set -- "$1" "$ok" "$detail"
 	if [ "$2" = 0 ]; then
 		NPASS=$((NPASS + 1))
 		line=$(printf 'PASS  %-46s %s' "$CUR" "$3")
@@ -665,6 +682,7 @@ run_cell() { # CELL
 }
 
 boot() { # SET
+	GUEST_BUGS=0
 	local set=$1 args=(--restart --siwcmd none --accel "$SIW_ACCEL" --timeout 300) app
 	app="${APPEND[$set]}${SIW_DEBUG:+ siw.dyndbg=+p}"
 	[ -n "$app" ] && args+=(--append "$app")
