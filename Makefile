@@ -32,7 +32,7 @@ OBJ     := $(BUILD)/obj
 
 ENGINE_SRCS := $(sort $(wildcard user/engine/*.c user/transport/*.c user/transport/utcp/*.c))
 ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(OBJ)/%.o)
-ENGINE_LIBS := -lbpf -lpthread
+ENGINE_LIBS := -lbpf -lmnl -lpthread
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)

@@ -15,6 +15,7 @@
 #include "xiwarp/xiwarp.h"
 #include "ksock.h"
 #include "llp.h"
+#include "xsk.h"
 
 enum llp_transport { LLP_KSOCK, LLP_XSK };
 
@@ -45,17 +46,24 @@ socklen_t xiw_llp_sa_len(const struct sockaddr *sa)
 int xiw_llp_connect(const struct sockaddr *src, const struct sockaddr *dst,
 		    const struct xiw_llp_cb *cb, void *arg, struct xiw_llp **out)
 {
-	if (llp_transport() == LLP_XSK)
-		xiw_log(XIW_LOG_WARN, "XIW_TRANSPORT=xsk: not built yet; using ksock");
+	if (llp_transport() == LLP_XSK) {
+		int err = xiw_xsk_connect(src, dst, cb, arg, out);
+
+		if (err != -EOPNOTSUPP)
+			return err;
+	}
 	return xiw_ksock_connect(src, dst, cb, arg, out);
 }
 
 /**
  * struct xiw_llp_listener - a kernel TCP listener (always: it reserves the
- * port and serves every interface without the XDP program).
+ * port and serves every interface without the XDP program) and, with
+ * XIW_TRANSPORT=xsk, the same port registered with the XDP program of the
+ * interfaces the address covers.
  */
 struct xiw_llp_listener {
 	struct xiw_ksock_listener *ks;
+	struct xsk_listener *xs;
 };
 
 int xiw_llp_listen(const struct sockaddr *addr, int backlog,
@@ -63,15 +71,25 @@ int xiw_llp_listen(const struct sockaddr *addr, int backlog,
 		   struct xiw_llp_listener **out, struct sockaddr_storage *bound)
 {
 	struct xiw_llp_listener *ls = calloc(1, sizeof(*ls));
+	struct sockaddr_storage b;
 	int err;
 
 	if (!ls)
 		return -ENOMEM;
-	err = xiw_ksock_listen(addr, backlog, fn, arg, &ls->ks, bound);
+	err = xiw_ksock_listen(addr, backlog, fn, arg, &ls->ks, &b);
 	if (err) {
 		free(ls);
 		return err;
 	}
+	if (llp_transport() == LLP_XSK) {
+		uint16_t port = ntohs(b.ss_family == AF_INET6 ?
+				      ((struct sockaddr_in6 *)&b)->sin6_port :
+				      ((struct sockaddr_in *)&b)->sin_port);
+
+		ls->xs = xiw_xsk_listen(addr, port, fn, arg);
+	}
+	if (bound)
+		*bound = b;
 	*out = ls;
 	return 0;
 }
@@ -80,6 +98,7 @@ void xiw_llp_listener_close(struct xiw_llp_listener *ls)
 {
 	if (!ls)
 		return;
+	xiw_xsk_listener_close(ls->xs);
 	xiw_ksock_listener_close(ls->ks);
 	free(ls);
 }
