@@ -268,7 +268,11 @@ static void conn_unlock_noev(struct xsk_conn *c)
 		xsk_conn_put(c);
 }
 
-/* Unlock after a utcp call: bookkeeping, then TX and upcalls. */
+/*
+ * Unlock after a utcp call from an owner's call (send, recv, ...): TX,
+ * then upcalls are queued to the progress thread, never run here: the
+ * owner may hold its own locks around the call (a QP's TX lock).
+ */
 static void conn_unlock(struct xsk_conn *c)
 {
 	bool drop = conn_after(c);
@@ -276,12 +280,8 @@ static void conn_unlock(struct xsk_conn *c)
 
 	pthread_mutex_unlock(&c->lock);
 	xsk_port_flush(c->port);
-	if (ev) {
-		if (xiw_progress_is_self())
-			xsk_conn_deliver(c);
-		else
-			xsk_port_queue_ev(c->port, c);
-	}
+	if (ev)
+		xsk_port_queue_ev(c->port, c);
 	if (drop)
 		xsk_conn_put(c);
 }
