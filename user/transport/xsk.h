@@ -212,6 +212,7 @@ struct xsk_port {
 	uint64_t *tx_free;		/* free TX frame addresses (stack) */
 	uint32_t tx_nfree;
 	bool tx_kick;			/* descriptors submitted, no sendto yet */
+	bool tx_starved;		/* a @fill found no frame: resume later */
 
 	pthread_mutex_t tbl_lock;	/* @conns, @hash, @id_hint */
 	struct xsk_conn **conns;	/* by conn id (index) */
@@ -238,6 +239,8 @@ struct xsk_port {
  * no free slot, bind failed ...).
  */
 struct xsk_port *xsk_port_for(int ifindex, char *why, size_t whylen);
+/** xsk_port_busy() - a connection of @p has unacknowledged data/FIN. */
+bool xsk_port_busy(struct xsk_port *p);
 /** xsk_port_conn_add() - give @c a conn id in @p's table. */
 int xsk_port_conn_add(struct xsk_port *p, struct xsk_conn *c);
 void xsk_port_conn_del(struct xsk_port *p, struct xsk_conn *c);
@@ -345,6 +348,8 @@ uint64_t xsk_conn_tick(struct xsk_conn *c, uint64_t now);
 void xsk_conn_deliver(struct xsk_conn *c);
 void xsk_conn_get(struct xsk_conn *c);
 void xsk_conn_put(struct xsk_conn *c);
+/** xsk_conn_unacked() - sent data or FIN not yet acknowledged. */
+bool xsk_conn_unacked(struct xsk_conn *c);
 /** xsk_conn_tx_resume() - TX frames came back: let utcp send again. */
 void xsk_conn_tx_resume(struct xsk_conn *c);
 extern const struct xiw_llp_ops xiw_xsk_ops;

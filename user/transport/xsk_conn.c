@@ -215,6 +215,13 @@ static void cb_closed(void *ctx, int err)
 	c->tcp_closed = true;
 	c->tcp_err = err;
 	if (err && err != -ECONNABORTED) {	/* RST, timeout; not our abort */
+		char la[INET_ADDRSTRLEN], ra[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &c->laddr, la, sizeof(la));
+		inet_ntop(AF_INET, &c->raddr, ra, sizeof(ra));
+		xiw_log(XIW_LOG_INFO, "xsk: %s:%u <-> %s:%u: %s%s", la, c->lport, ra,
+			c->rport, strerror(-err),
+			err == -ETIMEDOUT ? " (utcp retransmissions exhausted)" : "");
 		c->ev |= XSK_EV_CLOSED;
 		c->err = err;
 	}
@@ -343,6 +350,19 @@ void xsk_conn_reset(struct xsk_conn *c)
 	if (!c->tcp_closed)
 		utcp_abort(c->tcp, xiw_now_ns());
 	conn_unlock(c);
+}
+
+bool xsk_conn_unacked(struct xsk_conn *c)
+{
+	struct utcp_info info;
+	bool busy;
+
+	pthread_mutex_lock(&c->lock);
+	utcp_get_info(c->tcp, &info);
+	busy = !c->tcp_closed && (c->s_queued != c->s_acked ||
+				  (c->fin_queued && info.snd_una != info.snd_max));
+	pthread_mutex_unlock(&c->lock);
+	return busy;
 }
 
 void xsk_conn_tx_resume(struct xsk_conn *c)

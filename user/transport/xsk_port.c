@@ -270,6 +270,54 @@ static bool failed_before(int ifindex)
 	return false;
 }
 
+/*
+ * At exit: the kernel finishes a closed socket's transmission after its
+ * process is gone, utcp cannot. Wait (XIW_XSK_LINGER_MS, default 3000)
+ * until every connection's sent bytes and FIN are acknowledged, so a
+ * program that ends right after its last send does not cut its stream.
+ */
+static void xsk_linger(void)
+{
+	const char *e = getenv("XIW_XSK_LINGER_MS");
+	uint64_t ms = e && *e ? strtoull(e, NULL, 10) : 3000;
+	uint64_t end = xiw_now_ns() + ms * 1000000ull;
+
+	while (xiw_now_ns() < end) {
+		bool busy = false;
+
+		pthread_mutex_lock(&reg.lock);
+		for (int i = 0; i < reg.nports && !busy; i++)
+			busy = xsk_port_busy(reg.ports[i]);
+		pthread_mutex_unlock(&reg.lock);
+		if (!busy)
+			return;
+		usleep(1000);
+	}
+	xiw_log(XIW_LOG_WARN, "xsk: exiting with unacknowledged data after %llu ms (XIW_XSK_LINGER_MS)",
+		(unsigned long long)ms);
+}
+
+/* A connection of @p still has unacknowledged data or FIN. */
+bool xsk_port_busy(struct xsk_port *p)
+{
+	bool busy = false;
+
+	for (uint32_t i = 1; i < p->nconns && !busy; i++) {
+		struct xsk_conn *c;
+
+		pthread_mutex_lock(&p->tbl_lock);
+		c = p->conns[i];
+		if (c)
+			xsk_conn_get(c);
+		pthread_mutex_unlock(&p->tbl_lock);
+		if (!c)
+			continue;
+		busy = xsk_conn_unacked(c);
+		xsk_conn_put(c);
+	}
+	return busy;
+}
+
 struct xsk_port *xsk_port_for(int ifindex, char *why, size_t whylen)
 {
 	struct xsk_port *p = NULL;
@@ -305,6 +353,8 @@ struct xsk_port *xsk_port_for(int ifindex, char *why, size_t whylen)
 		goto out;
 	}
 	reg.ports[reg.nports++] = p;
+	if (reg.nports == 1)
+		atexit(xsk_linger);
 	xiw_log(XIW_LOG_INFO, "xsk: %s: %d queue(s), XSKMAP slot %u%s, %s mode%s, MTU %u",
 		p->ifname, p->nq, p->slot, p->by_rxq ? "+ (by RX queue)" : "",
 		p->q[0].zc ? "zero-copy" : "copy",
@@ -418,8 +468,45 @@ bool xsk_port_tx_room(struct xsk_port *p, uint32_t len)
 	if (p->tx_nfree < need + 8)
 		tx_reclaim(p);
 	ok = p->tx_nfree >= need && xsk_prod_free(&p->q[0].tx) >= need;
+	if (!ok)
+		p->tx_starved = true;
 	pthread_mutex_unlock(&p->tx_lock);
+	if (!ok)	/* look again soon even if nothing else happens */
+		xsk_port_timer(p, xiw_now_ns() + 1000000);
 	return ok;
+}
+
+/*
+ * Progress thread: TX frames came back after a connection's @fill found
+ * none: let the blocked connections send again. Return: still starved.
+ */
+static bool port_resume(struct xsk_port *p)
+{
+	bool go, starved;
+
+	pthread_mutex_lock(&p->tx_lock);
+	tx_reclaim(p);
+	starved = p->tx_starved;
+	go = starved && p->tx_nfree >= XSK_TX_FRAMES / 4;
+	if (go)
+		p->tx_starved = false;
+	pthread_mutex_unlock(&p->tx_lock);
+	if (!go)
+		return starved;
+	for (uint32_t i = 1; i < p->nconns; i++) {
+		struct xsk_conn *c;
+
+		pthread_mutex_lock(&p->tbl_lock);
+		c = p->conns[i];
+		if (c)
+			xsk_conn_get(c);
+		pthread_mutex_unlock(&p->tbl_lock);
+		if (!c)
+			continue;
+		xsk_conn_tx_resume(c);
+		xsk_conn_put(c);
+	}
+	return false;
 }
 
 /* Copy @len octets of @src into the frame chain from byte @at on. */
@@ -566,6 +653,8 @@ static void port_tmr_event(void *arg, uint32_t ev)
 		xsk_conn_put(c);
 	}
 	xsk_port_flush(p);
+	if (port_resume(p) && now + 1000000 < next)
+		next = now + 1000000;
 	xsk_port_timer(p, next);
 }
 
@@ -621,6 +710,7 @@ static void port_ev_event(void *arg, uint32_t ev)
 		xsk_conn_put(c);
 	}
 	xsk_port_flush(p);
+	port_resume(p);
 }
 
 /* --------------------------------------------------------------- RX --- */
@@ -820,4 +910,5 @@ static void port_rx_event(void *arg, uint32_t ev)
 		for (int b = 0; b < 16 && rx_batch(p, &p->q[i]) == RX_BATCH; b++)
 			;
 	xsk_port_flush(p);
+	port_resume(p);
 }
