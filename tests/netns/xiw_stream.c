@@ -40,7 +40,7 @@ static struct {
 	struct xiw_llp *l;
 	bool connected, done_tx, eof, failed;
 	int err;
-	uint64_t total, sent, rcvd, bad_at;
+	uint64_t total, rtotal, sent, rcvd, bad_at;
 	bool bad;
 	bool server;
 	bool quiet;
@@ -192,7 +192,8 @@ static void usage(FILE *f)
 		"       xiw_stream -c ADDR -p PORT [options]      (client)\n"
 		"A TCP stream through xiwarp's transport (XIW_TRANSPORT=ksock|xsk),\n"
 		"both directions, every byte checked.\n"
-		"  -n BYTES    bytes each side sends (default 67108864; k/m/g suffix)\n"
+		"  -n BYTES    bytes this side sends (default 67108864; k/m/g suffix)\n"
+		"  -r BYTES    bytes this side must receive (default: -n)\n"
 		"  -t SECONDS  give up after this long (default 120)\n"
 		"  -x ERRNO    expect the connection to fail with ECONNRESET or ETIMEDOUT\n"
 		"  -q          print only the result line\n"
@@ -229,17 +230,19 @@ int main(int argc, char **argv)
 	const char *addr = NULL;
 	struct xiw_llp_listener *ls = NULL;
 	int port = 0, opt, expect = 0, rc = 1;
+	bool rset = false;
 	double tmo = 120, t0, t;
 	struct timespec dl;
 
 	S.total = 64ull << 20;
-	while ((opt = getopt(argc, argv, "l:c:a:p:n:t:x:qh")) != -1) {
+	while ((opt = getopt(argc, argv, "l:c:a:p:n:r:t:x:qh")) != -1) {
 		switch (opt) {
 		case 'l': S.server = true; port = atoi(optarg); break;
 		case 'c': addr = optarg; break;
 		case 'a': addr = optarg; break;
 		case 'p': port = atoi(optarg); break;
 		case 'n': S.total = parse_size(optarg); break;
+		case 'r': S.rtotal = parse_size(optarg); rset = true; break;
 		case 't': tmo = atof(optarg); break;
 		case 'x': expect = expect_errno(optarg);
 			if (!expect) {
@@ -252,6 +255,8 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
+	if (!rset)
+		S.rtotal = S.total;
 	if (!port || (!S.server && !addr)) {
 		usage(stderr);
 		return 2;
@@ -274,16 +279,16 @@ int main(int argc, char **argv)
 			printf("listening on port %d\n", port);
 		fflush(stdout);
 	} else {
-		struct xiw_llp *l;
-		int err = xiw_llp_connect(NULL, (struct sockaddr *)&sa, &cbs, NULL, &l);
+		int err;
 
+		/* S.l is written before the first upcall can run */
+		pthread_mutex_lock(&S.lock);
+		err = xiw_llp_connect(NULL, (struct sockaddr *)&sa, &cbs, NULL, &S.l);
+		pthread_mutex_unlock(&S.lock);
 		if (err) {
 			fprintf(stderr, "xiw_stream: connect to %s:%d: %s\n", addr, port, strerror(-err));
 			return 1;
 		}
-		pthread_mutex_lock(&S.lock);
-		S.l = l;
-		pthread_mutex_unlock(&S.lock);
 	}
 	clock_gettime(CLOCK_REALTIME, &dl);
 	dl.tv_sec += (time_t)tmo;
@@ -311,9 +316,9 @@ int main(int argc, char **argv)
 			(unsigned long long)S.rcvd);
 	else if (expect)
 		fprintf(stderr, "xiw_stream: expected the connection to fail, it did not\n");
-	else if (S.rcvd != S.total)
+	else if (S.rcvd != S.rtotal)
 		fprintf(stderr, "xiw_stream: received %llu bytes, want %llu\n",
-			(unsigned long long)S.rcvd, (unsigned long long)S.total);
+			(unsigned long long)S.rcvd, (unsigned long long)S.rtotal);
 	else
 		rc = 0;
 	printf("%s sent %llu received %llu %s MB/s %.1f err %s\n",

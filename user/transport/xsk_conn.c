@@ -642,6 +642,23 @@ static void op_abort(struct xiw_llp *l)
 	conn_unlock(c);
 }
 
+/* XIW_LOG=debug: utcp's counters of a connection the owner closes. */
+static void conn_log_stats(struct xsk_conn *c)
+{
+	struct utcp_info i;
+
+	utcp_get_info(c->tcp, &i);
+	xiw_log(XIW_LOG_DEBUG, "xsk: conn %u %s: segs out %llu in %llu, retrans %llu (%llu bytes), rto %llu, fast recoveries %llu, tail loss probes %llu, lost retransmissions %llu, dupacks in %llu, ooo in %llu, tx without frame %llu, srtt %llu us, cwnd %u",
+		c->id, utcp_state_name(i.state), (unsigned long long)i.segs_out,
+		(unsigned long long)i.segs_in, (unsigned long long)i.segs_retrans,
+		(unsigned long long)i.bytes_retrans, (unsigned long long)i.rto_fired,
+		(unsigned long long)i.fast_recoveries,
+		(unsigned long long)i.tlp_sent, (unsigned long long)i.lost_rtx,
+		(unsigned long long)i.dupacks_in, (unsigned long long)i.ooo_segs,
+		(unsigned long long)c->tx_lost,
+		(unsigned long long)(i.srtt_ns / 1000), i.cwnd);
+}
+
 /* Progress thread (or no thread): the owner lets go. */
 static void conn_detach(void *arg)
 {
@@ -649,6 +666,7 @@ static void conn_detach(void *arg)
 	uint64_t now = xiw_now_ns();
 
 	pthread_mutex_lock(&c->lock);
+	conn_log_stats(c);
 	c->cb = NULL;
 	c->arg = NULL;
 	c->detached = true;
@@ -855,6 +873,7 @@ struct xsk_conn *xsk_conn_new(struct xsk_port *p, uint32_t laddr, uint16_t lport
 	cfg.rcv_buf = c->rcap;
 	cfg.snd_buf = c->scap;
 	cfg.max_retries = env_uint("XIW_XSK_RETRIES", 15, 1, 100);
+	cfg.rto_min_ns = env_uint("XIW_XSK_RTO_MIN_MS", 200, 1, 1000) * 1000000ull;
 	cfg.syn_retries = env_uint("XIW_XSK_SYN_RETRIES", 6, 1, 100);
 	if (c->sbuf && c->rbuf && c->poll_fd >= 0)
 		c->tcp = utcp_new(&cfg, &conn_utcp_ops, c);

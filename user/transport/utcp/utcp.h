@@ -188,6 +188,8 @@ struct utcp_info {
 	uint64_t csum_errors, bad_segs, paws_drops, challenge_acks;
 	uint64_t challenge_acks_limited;	/* not sent: over the limit */
 	uint64_t ooo_segs, ooo_drops;
+	uint64_t tlp_sent;		/* tail loss probes (RFC 8985 §7) */
+	uint64_t lost_rtx;		/* retransmissions found lost by SACK */
 	unsigned int sack_blocks;	/* scoreboard ranges */
 };
 
