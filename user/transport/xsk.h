@@ -32,6 +32,7 @@
 #include "xiw_progress.h"
 #include "llp.h"
 #include "utcp/utcp.h"
+#include "xsk_sendq.h"
 
 /* UAPI headers here are 6.1; the kernel is newer */
 #ifndef XDP_USE_SG
@@ -57,6 +58,7 @@
 #define XSK_ADDR_MASK	((1ull << 48) - 1)	/* unaligned-mode address */
 #define XSK_MAX_PKT	(64u * 1024)	/* largest frame we reassemble */
 #define XSK_HASH	1024	/* 4-tuple hash buckets per port */
+#define XSK_REF_MIN	256u	/* smaller umem pieces are copied, not pointed at */
 
 /* ------------------------------------------------------- xsk_umem.c --- */
 
@@ -210,6 +212,8 @@ struct xsk_port {
 
 	pthread_mutex_t tx_lock;	/* TX ring, completion ring, @tx_free */
 	uint64_t *tx_free;		/* free TX frame addresses (stack) */
+	uint64_t tx_base;		/* umem address of the first TX frame */
+	uint64_t tx_ref_bytes;		/* payload sent from the umem in place */
 	uint32_t tx_nfree;
 	bool tx_kick;			/* descriptors submitted, no sendto yet */
 	bool tx_starved;		/* a @fill found no frame: resume later */
@@ -315,10 +319,8 @@ struct xsk_conn {
 	struct xiw_ptimer resolve_tmr;
 	unsigned int resolve_tries;
 
-	/* send: bytes handed to utcp live here until acked (copy mode) */
-	uint8_t *sbuf;
-	uint32_t scap;
-	uint64_t s_acked, s_queued;	/* stream offsets (utcp's) */
+	/* send: what utcp's @fill maps stream offsets to (xsk_sendq.c) */
+	struct xsk_sendq sq;
 	int poll_fd;			/* eventfd: EPOLLOUT iff send space */
 	bool poll_full;
 

@@ -3,12 +3,15 @@
  * xsk: one TCP connection over utcp, and the LLP ops table (llp.h).
  *
  * Send: utcp keeps no copy of payload and asks @fill for stream bytes
- * whenever it (re)transmits. xiw_llp_send() copies the engine's iovecs
- * (headers, payload, pad, CRC) into the connection's send ring, indexed
- * by stream offset, so @fill maps [off, off+len) to at most two pieces;
- * bytes stay until utcp's @acked passes them (seed 002 keeps it there:
- * snd_una is the ring's tail). ACK completions (seed 000) read utcp's
- * acknowledged offset directly (xiw_llp_ack_state).
+ * whenever it (re)transmits; the send queue (xsk_sendq.c) answers.
+ * xiw_llp_send() copies the engine's iovecs (headers, pad, CRC, small
+ * payloads) into the queue's ring, which sits in the umem arena;
+ * xiw_llp_send_zc() only references the engine's registered buffers
+ * (zero-copy WRs): retransmissions frame them again, SACKed ranges are
+ * never asked for, and the call's id is released once utcp's snd_una
+ * passes its last byte (seed 002). ACK completions (seed 000) read utcp's
+ * acknowledged offset directly (xiw_llp_ack_state), and an armed
+ * watermark wakes the engine's ACK scan (xiw_txack_wake).
  *
  * Receive: @deliver copies in-order payload into the receive ring, the
  * engine's xiw_llp_recv() copies it out and reopens the window
@@ -40,6 +43,7 @@
 
 #define SND_RING_DEF	(2u << 20)
 #define RCV_RING_DEF	(1u << 20)
+#define SPANS		16384	/* send queue spans: ~3 per FPDU */
 #define ORPHAN_NS	(60ull * 1000000000ull)
 #define EFD_FULL	0xfffffffffffffffeull	/* eventfd: no longer writable */
 
@@ -77,7 +81,7 @@ static void conn_free(struct xsk_conn *c)
 		close(c->poll_fd);
 	if (c->port_fd >= 0)
 		close(c->port_fd);
-	free(c->sbuf);
+	xsk_sendq_fini(&c->sq);
 	free(c->rbuf);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -91,11 +95,14 @@ void xsk_conn_put(struct xsk_conn *c)
 
 /* ----------------------------------------------------- send space fd --- */
 
+/* Copy room in the send queue, also bounded by utcp's send buffer. */
 static uint32_t send_space(const struct xsk_conn *c)
 {
-	uint64_t used = c->s_queued - c->s_acked;
+	uint32_t room = xsk_sendq_ring_free(&c->sq), u = utcp_send_space(c->tcp);
 
-	return used >= c->scap ? 0 : (uint32_t)(c->scap - used);
+	if (!xsk_sendq_spans_free(&c->sq))
+		return 0;
+	return room < u ? room : u;
 }
 
 /* lock held: the send ring is full; EPOLLOUT off until space is back. */
@@ -115,7 +122,8 @@ static void space_back(struct xsk_conn *c)
 {
 	uint64_t v;
 
-	if (!c->poll_full || send_space(c) < c->scap / 4)
+	if (!c->poll_full || send_space(c) < c->sq.rcap / 4 ||
+	    xsk_sendq_spans_free(&c->sq) < (c->sq.smask + 1) / 4)
 		return;
 	c->poll_full = false;
 	if (read(c->poll_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
@@ -128,23 +136,12 @@ static int cb_fill(void *ctx, uint64_t off, uint32_t len, struct utcp_iov *iov,
 		   int max)
 {
 	struct xsk_conn *c = ctx;
-	uint32_t pos, n1;
 
-	if (off < c->s_acked || off + len > c->s_queued || max < 2)
-		return -EINVAL;
 	if (!xsk_port_tx_room(c->port, len)) {
 		c->tx_blocked = true;	/* xsk_conn_tx_resume() when frames return */
 		return -ENOBUFS;
 	}
-	pos = (uint32_t)(off % c->scap);
-	n1 = c->scap - pos < len ? c->scap - pos : len;
-	iov[0].base = c->sbuf + pos;
-	iov[0].len = n1;
-	if (n1 == len)
-		return 1;
-	iov[1].base = c->sbuf;
-	iov[1].len = len - n1;
-	return 2;
+	return xsk_sendq_fill(&c->sq, off, len, iov, max);
 }
 
 static void cb_output(void *ctx, const uint8_t *hdr, uint32_t hdr_len,
@@ -182,11 +179,9 @@ static void cb_acked(void *ctx, uint64_t off)
 {
 	struct xsk_conn *c = ctx;
 
-	if (off > c->s_queued)
-		off = c->s_queued;
-	if (off <= c->s_acked)
+	if (off <= c->sq.acked)
 		return;
-	c->s_acked = off;
+	xsk_sendq_acked(&c->sq, off);
 	space_back(c);
 	if (c->want_write)
 		c->ev |= XSK_EV_WRITABLE;
@@ -359,7 +354,7 @@ bool xsk_conn_unacked(struct xsk_conn *c)
 
 	pthread_mutex_lock(&c->lock);
 	utcp_get_info(c->tcp, &info);
-	busy = !c->tcp_closed && (c->s_queued != c->s_acked ||
+	busy = !c->tcp_closed && (c->sq.queued != c->sq.acked ||
 				  (c->fin_queued && info.snd_una != info.snd_max));
 	pthread_mutex_unlock(&c->lock);
 	return busy;
@@ -475,48 +470,69 @@ static int closed_err(const struct xsk_conn *c)
 	return -EPIPE;
 }
 
+/* lock held: may bytes be appended? Return: 0 or the error to return. */
+static int send_ok(struct xsk_conn *c)
+{
+	int err;
+
+	if (c->tcp_closed || c->dead)
+		return closed_err(c);
+	/* utcp refuses appends once closing or before a connection */
+	err = utcp_send(c->tcp, 0, xiw_now_ns());
+	return err == -ENOBUFS ? 0 : err;
+}
+
 static ssize_t op_send(struct xiw_llp *l, const struct iovec *iov, int n, bool more)
 {
 	struct xsk_conn *c = C(l);
-	uint32_t room, put = 0;
+	uint32_t put;
 	int err;
 
 	(void)more;	/* no Nagle: segments leave at once */
 	pthread_mutex_lock(&c->lock);
-	if (c->tcp_closed || c->dead) {
-		err = closed_err(c);
+	err = send_ok(c);
+	if (err) {
 		pthread_mutex_unlock(&c->lock);
 		return err;
 	}
-	room = send_space(c);
-	if (room > utcp_send_space(c->tcp))
-		room = utcp_send_space(c->tcp);
-	for (int i = 0; i < n && put < room; i++) {
-		const uint8_t *src = iov[i].iov_base;
-		uint32_t len = iov[i].iov_len < room - put ?
-			       (uint32_t)iov[i].iov_len : room - put;
-
-		for (uint32_t done = 0; done < len;) {
-			uint32_t pos = (uint32_t)((c->s_queued + put) % c->scap);
-			uint32_t k = c->scap - pos < len - done ? c->scap - pos : len - done;
-
-			memcpy(c->sbuf + pos, src + done, k);
-			done += k;
-			put += k;
-		}
-	}
+	put = xsk_sendq_copy(&c->sq, iov, n, send_space(c));
 	if (!put) {
 		space_gone(c);
 		pthread_mutex_unlock(&c->lock);
 		return -EAGAIN;
 	}
-	c->s_queued += put;
-	err = utcp_send(c->tcp, put, xiw_now_ns());
-	if (err) {	/* closing: the bytes never go out */
-		c->s_queued -= put;
+	utcp_send(c->tcp, put, xiw_now_ns());	/* room was checked */
+	conn_unlock(c);
+	return put;
+}
+
+/*
+ * Zero-copy: the payload pieces are referenced, not copied (seed 002).
+ * The engine keeps the buffers until xiw_llp_zc_released(*id).
+ */
+static ssize_t op_send_zc(struct xiw_llp *l, const struct iovec *iov, int n,
+			  uint32_t *id, bool *zc)
+{
+	struct xsk_conn *c = C(l);
+	uint32_t put, room;
+	int err;
+
+	*zc = false;
+	pthread_mutex_lock(&c->lock);
+	err = send_ok(c);
+	if (err) {
 		pthread_mutex_unlock(&c->lock);
-		return err == -ENOBUFS ? -EAGAIN : err;
+		return err;
 	}
+	room = utcp_send_space(c->tcp);
+	put = room ? xsk_sendq_ref(&c->sq, iov, n, room, id) : 0;
+	if (!put) {
+		space_gone(c);
+		pthread_mutex_unlock(&c->lock);
+		return -EAGAIN;
+	}
+	*zc = true;
+	utcp_send(c->tcp, put, xiw_now_ns());
 	conn_unlock(c);
 	return put;
 }
@@ -747,8 +763,8 @@ static int op_ack_state(struct xiw_llp *l, uint32_t *una, uint32_t *outq)
 	struct xsk_conn *c = C(l);
 
 	pthread_mutex_lock(&c->lock);
-	*una = (uint32_t)c->s_acked;
-	*outq = (uint32_t)(c->s_queued - c->s_acked);
+	*una = (uint32_t)c->sq.acked;
+	*outq = (uint32_t)(c->sq.queued - c->sq.acked);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
@@ -767,37 +783,64 @@ static int op_ack_arm(struct xiw_llp *l, uint32_t target)
 	return -EOPNOTSUPP;
 }
 
+/* XIW_XSK_ZC=0 turns zero-copy sends off (copy everything into the ring). */
 static bool op_zc_usable(struct xiw_llp *l)
 {
-	(void)l;
-	return false;
-}
+	static int on = -1;
+	int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
 
-static ssize_t op_send_zc(struct xiw_llp *l, const struct iovec *iov, int n,
-			  uint32_t *id, bool *zc)
-{
-	(void)id;
-	*zc = false;
-	return op_send(l, iov, n, false);
+	(void)l;
+	if (v < 0) {
+		const char *e = getenv("XIW_XSK_ZC");
+
+		v = !(e && !strcmp(e, "0"));
+		__atomic_store_n(&on, v, __ATOMIC_RELAXED);
+	}
+	return v;
 }
 
 static bool op_zc_released(struct xiw_llp *l, uint32_t id)
 {
-	(void)l;
-	(void)id;
-	return true;
+	struct xsk_conn *c = C(l);
+	bool ok;
+
+	pthread_mutex_lock(&c->lock);
+	ok = xsk_sendq_released(&c->sq, id);
+	pthread_mutex_unlock(&c->lock);
+	return ok;
 }
 
 static bool op_zc_outstanding(struct xiw_llp *l)
 {
-	(void)l;
-	return false;
+	struct xsk_conn *c = C(l);
+	bool any;
+
+	pthread_mutex_lock(&c->lock);
+	any = xsk_sendq_zc_outstanding(&c->sq);
+	pthread_mutex_unlock(&c->lock);
+	return any;
 }
 
+/*
+ * Failing with referenced buffers: RST, so nothing is ever framed from
+ * them again; copy mode copied each frame in sendto() already (flushed
+ * before we return), so every reference can go at once.
+ */
 static int op_zc_quiesce(struct xiw_llp *l, unsigned int max_ms)
 {
-	(void)l;
+	struct xsk_conn *c = C(l);
+
 	(void)max_ms;
+	pthread_mutex_lock(&c->lock);
+	if (!xsk_sendq_zc_outstanding(&c->sq)) {
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	c->dead = true;
+	if (!c->tcp_closed)
+		utcp_abort(c->tcp, xiw_now_ns());
+	xsk_sendq_release_all(&c->sq);
+	conn_unlock(c);
 	return 0;
 }
 
@@ -841,6 +884,7 @@ struct xsk_conn *xsk_conn_new(struct xsk_port *p, uint32_t laddr, uint16_t lport
 {
 	struct xsk_conn *c = calloc(1, sizeof(*c));
 	struct utcp_cfg cfg = { 0 };
+	uint32_t sring;
 
 	(void)passive;
 	if (!c)
@@ -858,9 +902,8 @@ struct xsk_conn *xsk_conn_new(struct xsk_port *p, uint32_t laddr, uint16_t lport
 	memcpy(c->eth + 6, p->mac, 6);
 	c->eth[12] = 0x08;
 	c->eth[13] = 0x00;
-	c->scap = env_uint("XIW_XSK_SNDBUF", SND_RING_DEF, 64 * 1024, 64u << 20);
 	c->rcap = env_uint("XIW_XSK_RCVBUF", RCV_RING_DEF, 64 * 1024, 64u << 20);
-	c->sbuf = malloc(c->scap);
+	sring = env_uint("XIW_XSK_SNDBUF", SND_RING_DEF, 64 * 1024, 64u << 20);
 	c->rbuf = malloc(c->rcap);
 	c->poll_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	cfg.laddr = ntohl(laddr);
@@ -871,11 +914,11 @@ struct xsk_conn *xsk_conn_new(struct xsk_port *p, uint32_t laddr, uint16_t lport
 	cfg.iss_set = true;
 	cfg.mss = (uint16_t)(p->mtu > 40 + 64 ? p->mtu - 40 : 536);
 	cfg.rcv_buf = c->rcap;
-	cfg.snd_buf = c->scap;
+	cfg.snd_buf = 2 * sring;	/* zero-copy bytes need no ring room */
 	cfg.max_retries = env_uint("XIW_XSK_RETRIES", 15, 1, 100);
 	cfg.rto_min_ns = env_uint("XIW_XSK_RTO_MIN_MS", 200, 1, 1000) * 1000000ull;
 	cfg.syn_retries = env_uint("XIW_XSK_SYN_RETRIES", 6, 1, 100);
-	if (c->sbuf && c->rbuf && c->poll_fd >= 0)
+	if (!xsk_sendq_init(&c->sq, sring, SPANS) && c->rbuf && c->poll_fd >= 0)
 		c->tcp = utcp_new(&cfg, &conn_utcp_ops, c);
 	if (!c->tcp) {
 		c->refs = 1;

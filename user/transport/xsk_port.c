@@ -123,6 +123,7 @@ static int port_tx_frames(struct xsk_port *p)
 	p->tx_free = calloc(XSK_TX_FRAMES, sizeof(*p->tx_free));
 	if (!p->tx_free)
 		return -ENOMEM;
+	p->tx_base = (uint64_t)base;
 	for (uint32_t i = 0; i < XSK_TX_FRAMES; i++)
 		p->tx_free[i] = (uint64_t)base + i * XSK_FRAME;
 	p->tx_nfree = XSK_TX_FRAMES;
@@ -442,14 +443,19 @@ static struct xsk_conn *conn_find(struct xsk_port *p, const struct utcp_seg *s,
 
 /* -------------------------------------------------------------- TX --- */
 
-/* tx_lock held: take back completed TX frames. */
+/* tx_lock held: take back completed TX frames (payload descriptors that
+ * pointed into the arena complete too: nothing to take back for them). */
 static void tx_reclaim(struct xsk_port *p)
 {
 	struct xsk_ring *cr = &p->q[0].comp;
 	uint32_t pos, n = xsk_cons_avail(cr, &pos);
 
-	for (uint32_t i = 0; i < n; i++)
-		p->tx_free[p->tx_nfree++] = *xsk_addr_slot(cr, pos + i) & XSK_ADDR_MASK;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t a = *xsk_addr_slot(cr, pos + i) & XSK_ADDR_MASK;
+
+		if (a >= p->tx_base && a < p->tx_base + (uint64_t)XSK_TX_FRAMES * XSK_FRAME)
+			p->tx_free[p->tx_nfree++] = a;
+	}
 	if (n)
 		xsk_cons_release(cr, n);
 }
@@ -509,21 +515,91 @@ static bool port_resume(struct xsk_port *p)
 	return false;
 }
 
-/* Copy @len octets of @src into the frame chain from byte @at on. */
-static void frames_put(uint8_t *umem, const uint64_t *fr, uint32_t at,
-		       const void *src, uint32_t len)
+/*
+ * A frame as descriptors (at most XSK_MAX_DESC): pieces in the umem are
+ * pointed at (split at 4 KiB pages: zero-copy drivers DMA page by page),
+ * everything else is copied into TX frames; the headers always are.
+ */
+#define XSK_MAX_DESC 17		/* MAX_SKB_FRAGS + 1 on 4 KiB pages */
+
+struct txplan {
+	struct xdp_desc d[XSK_MAX_DESC];
+	int nd;
+	uint32_t nfr;			/* TX frames used */
+	uint64_t fr[XSK_MAX_DESC];
+	bool copy_open;			/* d[nd-1] is a frame still filling */
+};
+
+/* tx_lock held: append @len bytes at @src by copy. Return: 0 or -ENOBUFS. */
+static int plan_copy(struct xsk_port *p, uint8_t *umem, struct txplan *t,
+		     const uint8_t *src, uint32_t len)
 {
-	const uint8_t *s = src;
-
 	while (len) {
-		uint32_t i = at / XSK_FRAME, o = at % XSK_FRAME;
-		uint32_t n = XSK_FRAME - o < len ? XSK_FRAME - o : len;
+		struct xdp_desc *d;
+		uint32_t k;
 
-		memcpy(umem + fr[i] + o, s, n);
-		s += n;
-		at += n;
-		len -= n;
+		if (!t->copy_open || t->d[t->nd - 1].len == XSK_FRAME) {
+			if (t->nd == XSK_MAX_DESC || !p->tx_nfree)
+				return -ENOBUFS;
+			t->fr[t->nfr++] = p->tx_free[--p->tx_nfree];
+			t->d[t->nd++] = (struct xdp_desc){ .addr = t->fr[t->nfr - 1] };
+			t->copy_open = true;
+		}
+		d = &t->d[t->nd - 1];
+		k = XSK_FRAME - d->len < len ? XSK_FRAME - d->len : len;
+		memcpy(umem + d->addr + d->len, src, k);
+		d->len += k;
+		src += k;
+		len -= k;
 	}
+	return 0;
+}
+
+/* Append umem bytes [@src, @src+@len) by reference. Return: 0 or -E2BIG. */
+static int plan_ref(struct txplan *t, uint8_t *umem, const uint8_t *src,
+		    uint32_t len)
+{
+	while (len) {
+		uint64_t a = (uint64_t)(src - umem);
+		uint32_t k = 4096 - (uint32_t)(a & 4095);
+
+		if (k > len)
+			k = len;
+		if (t->nd == XSK_MAX_DESC)
+			return -E2BIG;
+		t->d[t->nd++] = (struct xdp_desc){ .addr = a, .len = k };
+		t->copy_open = false;
+		src += k;
+		len -= k;
+	}
+	return 0;
+}
+
+/* tx_lock held: give the frames of a plan that will not be sent back. */
+static void plan_undo(struct xsk_port *p, struct txplan *t)
+{
+	while (t->nfr)
+		p->tx_free[p->tx_nfree++] = t->fr[--t->nfr];
+}
+
+static int plan_build(struct xsk_port *p, uint8_t *umem, struct txplan *t,
+		      const uint8_t *eth, const uint8_t *hdr, uint32_t hdr_len,
+		      const struct utcp_iov *iov, int niov, bool refs)
+{
+	int err = plan_copy(p, umem, t, eth, 14);
+
+	if (!err)
+		err = plan_copy(p, umem, t, hdr, hdr_len);
+	for (int i = 0; !err && i < niov; i++) {
+		if (refs && iov[i].len >= XSK_REF_MIN &&
+		    xsk_umem_contains(iov[i].base, iov[i].len)) {
+			err = plan_ref(t, umem, iov[i].base, iov[i].len);
+			p->tx_ref_bytes += iov[i].len;
+		} else {
+			err = plan_copy(p, umem, t, iov[i].base, iov[i].len);
+		}
+	}
+	return err;
 }
 
 int xsk_port_xmit(struct xsk_port *p, const uint8_t *eth, const uint8_t *hdr,
@@ -532,38 +608,39 @@ int xsk_port_xmit(struct xsk_port *p, const uint8_t *eth, const uint8_t *hdr,
 {
 	struct xsk_umem *u = xsk_umem_get(NULL);
 	struct xsk_sock *s = &p->q[0];
-	uint32_t total = 14 + hdr_len + plen, n = frames_for(total);
-	uint64_t fr[XSK_MAX_PKT / XSK_FRAME + 1];
-	uint32_t at, pos;
+	struct txplan t = { .nd = 0 };
+	uint32_t pos;
+	int err;
 
-	if (n > sizeof(fr) / sizeof(fr[0]) || (n > 1 && !s->sg))
-		return -EMSGSIZE;
+	(void)plen;
 	pthread_mutex_lock(&p->tx_lock);
-	if (p->tx_nfree < n)
+	if (p->tx_nfree < XSK_MAX_DESC)
 		tx_reclaim(p);
-	if (p->tx_nfree < n || xsk_prod_free(&s->tx) < n) {
+	/* multi-buffer lets payload stay where it is; else one frame */
+	err = plan_build(p, u->base, &t, eth, hdr, hdr_len, iov, niov, s->sg);
+	if (err == -E2BIG) {		/* too many pieces: copy them all */
+		plan_undo(p, &t);
+		t = (struct txplan){ .nd = 0 };
+		err = plan_build(p, u->base, &t, eth, hdr, hdr_len, iov, niov, false);
+	}
+	if (!err && (t.nd > 1 && !s->sg))
+		err = -EMSGSIZE;
+	if (!err && xsk_prod_free(&s->tx) < (uint32_t)t.nd)
+		err = -ENOBUFS;
+	if (err) {
+		plan_undo(p, &t);
 		p->tx_drops++;
 		pthread_mutex_unlock(&p->tx_lock);
-		return -ENOBUFS;
-	}
-	for (uint32_t i = 0; i < n; i++)
-		fr[i] = p->tx_free[--p->tx_nfree];
-	frames_put(u->base, fr, 0, eth, 14);
-	frames_put(u->base, fr, 14, hdr, hdr_len);
-	at = 14 + hdr_len;
-	for (int i = 0; i < niov; i++) {
-		frames_put(u->base, fr, at, iov[i].base, iov[i].len);
-		at += iov[i].len;
+		return err;
 	}
 	pos = xsk_prod_pos(&s->tx);
-	for (uint32_t i = 0; i < n; i++) {
-		struct xdp_desc *d = xsk_desc_slot(&s->tx, pos + i);
+	for (int i = 0; i < t.nd; i++) {
+		struct xdp_desc *d = xsk_desc_slot(&s->tx, pos + (uint32_t)i);
 
-		d->addr = fr[i];
-		d->len = i + 1 < n ? XSK_FRAME : total - i * XSK_FRAME;
-		d->options = i + 1 < n ? XDP_PKT_CONTD : 0;
+		*d = t.d[i];
+		d->options = i + 1 < t.nd ? XDP_PKT_CONTD : 0;
 	}
-	xsk_prod_submit(&s->tx, n);
+	xsk_prod_submit(&s->tx, (uint32_t)t.nd);
 	p->tx_kick = true;
 	p->tx_frames++;
 	pthread_mutex_unlock(&p->tx_lock);
