@@ -38,6 +38,21 @@ static enum llp_transport llp_transport(void)
 	return (enum llp_transport)v;
 }
 
+static void (*ack_wake_fn)(void);
+
+void xiw_llp_set_ack_wake(void (*fn)(void))
+{
+	__atomic_store_n(&ack_wake_fn, fn, __ATOMIC_RELEASE);
+}
+
+void xiw_llp_ack_wake(void)
+{
+	void (*fn)(void) = __atomic_load_n(&ack_wake_fn, __ATOMIC_ACQUIRE);
+
+	if (fn)
+		fn();
+}
+
 socklen_t xiw_llp_sa_len(const struct sockaddr *sa)
 {
 	return xiw_ksock_sa_len(sa);

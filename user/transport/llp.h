@@ -49,9 +49,13 @@ struct xiw_llp_cb {
  * member is mandatory; the semantics are those of the xiw_llp_*() wrapper
  * of the same name below.
  * @name: "ksock", "xsk" (logs, xiw_llp_name()).
+ * @ack_events: the transport sees every ACK itself (utcp): tracing ACKs
+ *              costs nothing, so the engine arms watermarks even for
+ *              zero-copy WRs in copy-completion mode instead of polling.
  */
 struct xiw_llp_ops {
 	const char *name;
+	bool ack_events;
 	void (*set_owner)(struct xiw_llp *l, const struct xiw_llp_cb *cb, void *arg);
 	ssize_t (*send)(struct xiw_llp *l, const struct iovec *iov, int n, bool more);
 	ssize_t (*recv)(struct xiw_llp *l, struct iovec *iov, int n);
@@ -258,6 +262,20 @@ static inline int xiw_llp_zc_quiesce(struct xiw_llp *l, unsigned int max_ms)
 {
 	return l->ops->zc_quiesce(l, max_ms);
 }
+
+/*
+ * Engine services for transports.
+ */
+
+/**
+ * xiw_llp_set_ack_wake() - the engine's "an armed ACK watermark
+ * (xiw_llp_ack_arm) was reached: complete the WRs now" (xiw_txack.c),
+ * registered rather than linked, so the transports need no engine object.
+ */
+void xiw_llp_set_ack_wake(void (*fn)(void));
+/** xiw_llp_ack_wake() - call it (transports; any thread, no transport
+ *  lock held). No engine registered: nothing (the engine polls). */
+void xiw_llp_ack_wake(void);
 
 /*
  * Making connections (llp.c): the transport is chosen here.

@@ -278,6 +278,7 @@ void xsk_port_queue_ev(struct xsk_port *p, struct xsk_conn *c);
 #define XSK_EV_CLOSED	0x4
 #define XSK_EV_ACCEPT	0x8	/* passive: established, hand to listener */
 #define XSK_EV_CONNECTED 0x10	/* active: established (first @writable) */
+#define XSK_EV_ACKED	0x20	/* the armed ACK watermark was reached */
 
 /**
  * struct xsk_conn - one TCP connection over utcp (struct xiw_llp first).
@@ -309,7 +310,7 @@ struct xsk_conn {
 	bool tx_blocked;		/* @fill found no TX frame */
 	uint64_t tx_lost;		/* segments without a TX frame */
 	uint64_t orphan_at;		/* detached: abort by then (ns) */
-	bool ack_armed, ack_hit;	/* ACK watermark (xiw_llp_ack_arm) */
+	bool ack_armed;			/* ACK watermark (xiw_llp_ack_arm) */
 	uint32_t ack_target;
 	uint32_t ev;			/* XSK_EV_* pending */
 	int err;			/* for XSK_EV_CLOSED */

@@ -11,7 +11,7 @@
  * never asked for, and the call's id is released once utcp's snd_una
  * passes its last byte (seed 002). ACK completions (seed 000) read utcp's
  * acknowledged offset directly (xiw_llp_ack_state), and an armed
- * watermark wakes the engine's ACK scan (xiw_txack_wake).
+ * watermark wakes the engine's ACK scan (xiw_llp_ack_wake).
  *
  * Receive: @deliver copies in-order payload into the receive ring, the
  * engine's xiw_llp_recv() copies it out and reopens the window
@@ -187,7 +187,7 @@ static void cb_acked(void *ctx, uint64_t off)
 		c->ev |= XSK_EV_WRITABLE;
 	if (c->ack_armed && (int32_t)((uint32_t)off - c->ack_target) >= 0) {
 		c->ack_armed = false;
-		c->ack_hit = true;
+		c->ev |= XSK_EV_ACKED;	/* xiw_llp_ack_wake() from deliver */
 	}
 }
 
@@ -392,7 +392,7 @@ void xsk_conn_deliver(struct xsk_conn *c)
 	if (ev & XSK_EV_CLOSED)
 		c->dead = true;
 	else if (c->dead || c->detached)
-		ev &= XSK_EV_ACCEPT;
+		ev &= XSK_EV_ACCEPT | XSK_EV_ACKED;
 	if (!can_read(c))
 		ev &= ~XSK_EV_READABLE;	/* re-raised when reading resumes */
 	if (ev & XSK_EV_WRITABLE) {
@@ -403,6 +403,8 @@ void xsk_conn_deliver(struct xsk_conn *c)
 	}
 	tail = c->r_tail;
 	pthread_mutex_unlock(&c->lock);
+	if (ev & XSK_EV_ACKED)
+		xiw_llp_ack_wake();
 	if (ev & XSK_EV_ACCEPT) {
 		xsk_listen_established(c);
 		return;
@@ -769,18 +771,24 @@ static int op_ack_state(struct xiw_llp *l, uint32_t *una, uint32_t *outq)
 	return 0;
 }
 
+/* utcp reports every cumulative ACK itself: always "traced" (seed 000) */
 static int op_ack_trace(struct xiw_llp *l, uint64_t cookie)
 {
 	(void)l;
 	(void)cookie;
-	return -EOPNOTSUPP;	/* the engine polls utcp's snd_una */
+	return 0;
 }
 
+/* One xiw_txack_wake() once the acknowledged count reaches @target. */
 static int op_ack_arm(struct xiw_llp *l, uint32_t target)
 {
-	(void)l;
-	(void)target;
-	return -EOPNOTSUPP;
+	struct xsk_conn *c = C(l);
+
+	pthread_mutex_lock(&c->lock);
+	c->ack_target = target;
+	c->ack_armed = (int32_t)((uint32_t)c->sq.acked - target) < 0;
+	pthread_mutex_unlock(&c->lock);
+	return 0;	/* reached already: the caller looks again after arming */
 }
 
 /* XIW_XSK_ZC=0 turns zero-copy sends off (copy everything into the ring). */
@@ -846,6 +854,7 @@ static int op_zc_quiesce(struct xiw_llp *l, unsigned int max_ms)
 
 const struct xiw_llp_ops xiw_xsk_ops = {
 	.name = "xsk",
+	.ack_events = true,
 	.set_owner = op_set_owner,
 	.send = op_send,
 	.recv = op_recv,
