@@ -16,6 +16,9 @@
  * holds; 1 on a mismatch (first bad offset printed), a reset, a timeout.
  * -x EXPECT: the connection must fail with this errno name instead
  * (ECONNRESET, ETIMEDOUT): for a peer that resets or vanishes.
+ * -z: send with xiw_llp_send_zc() from buffers of xiw_alloc() (the xsk
+ * umem arena): the transport references them, frames them in place and
+ * releases them once acknowledged; a buffer is refilled only then.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,9 +33,11 @@
 #include <sys/uio.h>
 #include "xiwarp/xiwarp.h"
 #include "xiw_conn.h"
+#include "xiw_progress.h"
 #include "llp.h"
 
 #define CHUNK (256 * 1024)
+#define ZC_BUFS 32		/* 8 MiB of arena: more than utcp keeps unacked */
 
 static struct {
 	pthread_mutex_t lock;
@@ -44,6 +49,11 @@ static struct {
 	bool bad;
 	bool server;
 	bool quiet;
+	bool zc, zc_wait;
+	uint8_t *zbuf[ZC_BUFS];
+	uint32_t zid[ZC_BUFS];
+	bool zused[ZC_BUFS];
+	uint64_t zcalls;
 	uint8_t buf[CHUNK];
 	uint8_t rbuf[CHUNK];
 } S = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
@@ -69,18 +79,49 @@ static void fill_pat(uint8_t *b, uint64_t off, uint32_t n, int dir)
 		b[i] = pat(off + i, dir);
 }
 
+/* -z: one chunk from buffer @b by reference. Return: as xiw_llp_send. */
+static ssize_t send_zc_chunk(uint32_t n)
+{
+	int b = (int)(S.zcalls % ZC_BUFS);
+	struct iovec v = { S.zbuf[b], n };
+	bool zc = false;
+	uint32_t id = 0;
+	ssize_t r;
+
+	if (S.zused[b] && !xiw_llp_zc_released(S.l, S.zid[b])) {
+		S.zc_wait = true;	/* the main thread retries soon */
+		wake();
+		return -EAGAIN;
+	}
+	fill_pat(S.zbuf[b], S.sent, n, S.server ? 1 : 0);
+	r = xiw_llp_send_zc(S.l, &v, 1, &id, &zc);
+	if (r > 0 && zc) {
+		S.zused[b] = true;
+		S.zid[b] = id;
+		S.zcalls++;
+	}
+	return r;
+}
+
 /* Send as much as the transport takes; FIN after the last byte. */
 static void pump_tx(void)
 {
 	int dir = S.server ? 1 : 0;
 
+	S.zc_wait = false;
 	while (S.sent < S.total) {
 		uint32_t n = S.total - S.sent < CHUNK ? (uint32_t)(S.total - S.sent) : CHUNK;
 		struct iovec v = { S.buf, n };
 		ssize_t r;
 
-		fill_pat(S.buf, S.sent, n, dir);
-		r = xiw_llp_send(S.l, &v, 1, false);
+		if (S.zc) {
+			r = send_zc_chunk(n);
+			if (S.zc_wait)
+				return;
+		} else {
+			fill_pat(S.buf, S.sent, n, dir);
+			r = xiw_llp_send(S.l, &v, 1, false);
+		}
 		if (r == -EAGAIN) {
 			xiw_llp_want_write(S.l, true);
 			return;
@@ -98,6 +139,15 @@ static void pump_tx(void)
 		xiw_llp_shutdown(S.l);
 		wake();
 	}
+}
+
+static void retry_tx(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&S.lock);
+	if (S.zc_wait && S.l)
+		pump_tx();
+	pthread_mutex_unlock(&S.lock);
 }
 
 static void on_writable(void *arg)
@@ -196,6 +246,7 @@ static void usage(FILE *f)
 		"  -r BYTES    bytes this side must receive (default: -n)\n"
 		"  -t SECONDS  give up after this long (default 120)\n"
 		"  -x ERRNO    expect the connection to fail with ECONNRESET or ETIMEDOUT\n"
+		"  -z          send zero-copy from xiw_alloc() buffers (xiw_llp_send_zc)\n"
 		"  -q          print only the result line\n"
 		"  -h          this help\n"
 		"Exit 0: everything sent, received, verified, EOF seen (or -x matched).\n");
@@ -235,7 +286,7 @@ int main(int argc, char **argv)
 	struct timespec dl;
 
 	S.total = 64ull << 20;
-	while ((opt = getopt(argc, argv, "l:c:a:p:n:r:t:x:qh")) != -1) {
+	while ((opt = getopt(argc, argv, "l:c:a:p:n:r:t:x:qzh")) != -1) {
 		switch (opt) {
 		case 'l': S.server = true; port = atoi(optarg); break;
 		case 'c': addr = optarg; break;
@@ -251,12 +302,20 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'q': S.quiet = true; break;
+		case 'z': S.zc = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
 	if (!rset)
 		S.rtotal = S.total;
+	for (int i = 0; S.zc && i < ZC_BUFS; i++) {
+		S.zbuf[i] = xiw_alloc(CHUNK);
+		if (!S.zbuf[i]) {
+			fprintf(stderr, "xiw_stream: xiw_alloc: %s\n", strerror(errno));
+			return 1;
+		}
+	}
 	if (!port || (!S.server && !addr)) {
 		usage(stderr);
 		return 2;
@@ -298,6 +357,22 @@ int main(int argc, char **argv)
 
 		if (done)
 			break;
+		if (S.zc_wait && now_s() - t0 < tmo) {	/* a buffer is still
+							 * referenced: look again */
+			struct timespec ms;
+
+			clock_gettime(CLOCK_REALTIME, &ms);
+			ms.tv_nsec += 1000000;
+			if (ms.tv_nsec >= 1000000000) {
+				ms.tv_sec++;
+				ms.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&S.cond, &S.lock, &ms);
+			pthread_mutex_unlock(&S.lock);
+			xiw_progress_sync(retry_tx, NULL);
+			pthread_mutex_lock(&S.lock);
+			continue;
+		}
 		if (pthread_cond_timedwait(&S.cond, &S.lock, &dl) == ETIMEDOUT) {
 			fprintf(stderr, "xiw_stream: timed out after %.0f s (sent %llu, received %llu)\n",
 				tmo, (unsigned long long)S.sent, (unsigned long long)S.rcvd);
@@ -331,5 +406,7 @@ out:
 	if (S.l)
 		xiw_llp_close(S.l);
 	xiw_llp_listener_close(ls);
+	/* the transport may still reference them until the exit linger */
+	(void)S.zbuf;
 	return rc;
 }

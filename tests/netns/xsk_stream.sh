@@ -10,6 +10,9 @@
 #          XK_STREAM_BYTES (default 1 GiB) each way at once, every byte
 #          verified (tests/netns/xiw_stream), both ends exit 0
 #   loss5  the same at 5 %; A connects to B (passive open on utcp)
+#   zc     no impairment, 256 MiB each way, B sends zero-copy from
+#          xiw_alloc() buffers in the umem arena (xiw_stream -z): the
+#          transport must have referenced them and framed them in place
 #   rst    xiw_victim streams WRITEs from B (xsk) to a ksock server in A
 #          that is killed: the kernel resets; B's QP must see the reset,
 #          go to ERROR, flush its WRs and report DISCONNECTED
@@ -142,6 +145,29 @@ stream_case() {
 	fi
 }
 
+# zc_case: B (xsk) connects and sends zero-copy from umem buffers.
+zc_case() {
+	local name=zc port=$((9600 + RANDOM % 300)) srv sl cl s_rc=0 c_rc=0 refs inplace
+	fwd_start "$name"
+	sl=$LOGDIR/$name.server.log
+	cl=$LOGDIR/$name.client.log
+	xiw_bg A env XIW_TRANSPORT=ksock "$STREAM" -l "$port" -n 256m -t $((120 * TMUL)) -q >"$sl" 2>&1
+	srv=$XIW_LAST_PID
+	xiw_wait_listen A "$port" 10 "$srv" || { result "$name" 1 "server did not listen" "$sl"; return; }
+	xiw_in B timeout -k 5 $((130 * TMUL)) env XIW_TRANSPORT=xsk XIW_LOG=debug \
+		"$STREAM" -c "$XIW_IP_A" -p "$port" -n 256m -z -t $((120 * TMUL)) -q >"$cl" 2>&1 || c_rc=$?
+	xiw_wait_pid "$srv" 30 || s_rc=$?
+	fwd_stop
+	refs=$(sed -n 's/.*zero-copy sends \([0-9]*\) bytes.*/\1/p' "$cl" | head -n 1)
+	inplace=$(sed -n 's/.*payload sent in place from the umem \([0-9]*\) bytes.*/\1/p' "$cl" | head -n 1)
+	if [ $s_rc = 0 ] && [ $c_rc = 0 ] && grep -q verified "$sl" &&
+		[ "${refs:-0}" -ge 268435456 ] && [ "${inplace:-0}" -ge 268435456 ]; then
+		result "$name" 0 "256m each way verified; referenced ${refs} B, framed in place ${inplace} B" "$sl" "$cl"
+	else
+		result "$name" 1 "server exit $s_rc, client exit $c_rc, referenced ${refs:-?} B, in place ${inplace:-?} B" "$sl" "$cl"
+	fi
+}
+
 # wait_streaming LOG PID: the victim client printed that WRITEs flow
 wait_streaming() {
 	local i
@@ -202,6 +228,7 @@ main() {
 	echo "A $XIW_NS_A $XIW_IP_A (kernel TCP) -- M $M (xiw_delayfwd) -- B $XIW_NS_B $XIW_IP_B (xsk/utcp)"
 	stream_case loss1 b-connects -l 1 -r 1 -d 1 -s 11
 	stream_case loss5 a-connects -l 5 -r 5 -d 5 -s 55
+	zc_case
 	fault_case rst rst
 	fault_case vanish vanish
 	echo "subcases: $npass passed, $nfail failed"

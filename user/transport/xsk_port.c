@@ -283,19 +283,41 @@ static void xsk_linger(void)
 	uint64_t ms = e && *e ? strtoull(e, NULL, 10) : 3000;
 	uint64_t end = xiw_now_ns() + ms * 1000000ull;
 
-	while (xiw_now_ns() < end) {
-		bool busy = false;
+	bool busy = true;
 
+	while (busy && xiw_now_ns() < end) {
+		busy = false;
 		pthread_mutex_lock(&reg.lock);
 		for (int i = 0; i < reg.nports && !busy; i++)
 			busy = xsk_port_busy(reg.ports[i]);
 		pthread_mutex_unlock(&reg.lock);
-		if (!busy)
-			return;
-		usleep(1000);
+		if (busy)
+			usleep(1000);
 	}
-	xiw_log(XIW_LOG_WARN, "xsk: exiting with unacknowledged data after %llu ms (XIW_XSK_LINGER_MS)",
-		(unsigned long long)ms);
+	if (busy)
+		xiw_log(XIW_LOG_WARN, "xsk: exiting with unacknowledged data after %llu ms (XIW_XSK_LINGER_MS)",
+			(unsigned long long)ms);
+	pthread_mutex_lock(&reg.lock);
+	for (int i = 0; i < reg.nports; i++) {
+		struct xsk_port *p = reg.ports[i];
+		struct xdp_statistics st = { 0 };
+		socklen_t len = sizeof(st);
+
+		if (!getsockopt(p->q[0].fd, SOL_XDP, XDP_STATISTICS, &st, &len))
+			xiw_log(XIW_LOG_DEBUG, "xsk: %s queue 0: kernel drops: rx %llu, rx ring full %llu, fill ring empty %llu, invalid rx %llu / tx %llu descriptors",
+				p->ifname, (unsigned long long)st.rx_dropped,
+				(unsigned long long)st.rx_ring_full,
+				(unsigned long long)st.rx_fill_ring_empty_descs,
+				(unsigned long long)st.rx_invalid_descs,
+				(unsigned long long)st.tx_invalid_descs);
+		xiw_log(XIW_LOG_DEBUG, "xsk: %s: rx frames %llu (bad %llu, no connection %llu), tx frames %llu, payload sent in place from the umem %llu bytes, tx without frame %llu, metadata records ok %llu bad %llu",
+			p->ifname, (unsigned long long)p->rx_frames,
+			(unsigned long long)p->rx_bad, (unsigned long long)p->rx_nomatch,
+			(unsigned long long)p->tx_frames, (unsigned long long)p->tx_ref_bytes,
+			(unsigned long long)p->tx_drops, (unsigned long long)p->meta_ok,
+			(unsigned long long)p->meta_bad);
+	}
+	pthread_mutex_unlock(&reg.lock);
 }
 
 /* A connection of @p still has unacknowledged data or FIN. */

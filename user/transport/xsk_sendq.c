@@ -148,6 +148,7 @@ uint32_t xsk_sendq_ref(struct xsk_sendq *q, const struct iovec *iov, int n,
 		s->has_id = true;
 		s->id = q->zc_next;
 		*id = q->zc_next++;
+		q->ref_bytes += put;
 	}
 	return put;
 }

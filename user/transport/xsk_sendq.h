@@ -44,6 +44,7 @@ struct xsk_sendq {
 	uint64_t s_head, s_tail;
 	uint64_t queued, acked;
 	uint32_t zc_next, zc_done;
+	uint64_t ref_bytes;	/* bytes ever taken by reference */
 };
 
 /** xsk_sendq_init() - @ring_bytes of ring, @nspans (power of two >= 4)
