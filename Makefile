@@ -131,6 +131,9 @@ $(BIN)/%: $(OBJ)/user/tools/%.o $(LIB)/libxiwarp.so.1
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< -Wl,-rpath,'$$ORIGIN/../lib' $(LIB)/libxiwarp.so.1 $(LDFLAGS)
 
+# xiw_xskperf: raw AF_XDP ceiling for make bench (engine internals + libbpf)
+$(BIN)/xiw_xskperf: LDFLAGS += -lbpf
+
 # xiwctl: the XDP program's control tool; embeds the skeleton, needs no
 # engine (libbpf only).
 XIWCTL_OBJS := $(patsubst %.c,$(OBJ)/%.o,user/tools/xiwctl.c $(sort $(wildcard user/tools/xiwctl_*.c)))

@@ -48,6 +48,7 @@ struct ep {
 	uint8_t *sdata;
 	size_t scap;
 	uint64_t acked;		/* from @acked */
+	uint64_t base;		/* stream offset of sdata[0] / rdata[0] */
 	uint64_t filled;	/* bytes described by @fill */
 	uint8_t *rdata;
 	size_t rcap;
@@ -173,8 +174,9 @@ static int cb_fill(void *ctx, uint64_t off, uint32_t len, struct utcp_iov *iov, 
 	struct ep *e = ctx;
 	uint32_t half = len / 2;
 
-	assert_true(off + len <= e->scap);
 	assert_true(off >= e->acked);	/* never asks for released bytes */
+	off -= e->base;
+	assert_true(off + len <= e->scap);
 	e->filled += len;
 	/* two pieces when possible, to exercise gathering */
 	if (max >= 2 && half) {
@@ -193,7 +195,7 @@ static void cb_deliver(void *ctx, uint64_t off, const uint8_t *d, uint32_t len)
 {
 	struct ep *e = ctx;
 
-	assert_int_equal(off, e->rlen);
+	assert_int_equal(off, e->rlen + e->l->ep[!e->id].base);
 	if (!len) {
 		assert_false(e->eof);
 		e->eof = true;
@@ -536,7 +538,8 @@ static void test_syn_give_up(void **state)
 static bool xfer_done(struct link *l)
 {
 	return l->ep[1].rlen == l->ep[0].scap && l->ep[0].rlen == l->ep[1].scap &&
-	       l->ep[0].acked == l->ep[0].scap && l->ep[1].acked == l->ep[1].scap;
+	       l->ep[0].acked - l->ep[0].base == l->ep[0].scap &&
+	       l->ep[1].acked - l->ep[1].base == l->ep[1].scap;
 }
 
 /* Push the whole send buffers through utcp_send() as space allows. */
@@ -726,6 +729,40 @@ static void test_sack_single_loss(void **state)
 	assert_int_equal(a.sack_blocks, 0);
 	assert_false(a.in_recovery);
 	assert_memory_equal(l->ep[1].rdata, l->ep[0].sdata, 10 * smss);
+	link_free(l);
+}
+
+/*
+ * More than 2 GiB into the stream the sequence numbers are more than 2^31
+ * past the ISS: nothing may compare with the ISS any more (acked-bytes
+ * accounting did, and the sender stalled after 2 GiB). Both ends are
+ * moved 2^31 + 4 KiB into their streams, then 1 MiB must go through.
+ */
+static void test_beyond_2g(void **state)
+{
+	struct link *l = link_new(26, 1 << 20, 0);
+	struct utcp_conn *a, *b;
+	const uint64_t skip = (1ull << 31) + 4096;
+	uint32_t s;
+
+	(void)state;
+	link_start(l);
+	handshake(l);
+	a = l->ep[0].c;
+	b = l->ep[1].c;
+	s = a->iss + 1 + (uint32_t)skip;
+	a->snd_una = a->snd_nxt = a->snd_max = a->recover = a->high_rxt = s;
+	a->snd_wl2 = s;
+	a->snd_acked = a->snd_queued = skip;
+	b->rcv_nxt = b->last_ack_sent = s;
+	b->rcv_adv = s + (b->rcv_adv - (b->irs + 1));
+	b->rcv_delivered = skip;
+	b->snd_wl1 = s;
+	l->ep[0].base = l->ep[0].acked = skip;
+	transfer(l, 60000 * MS);
+	assert_int_equal(info(&l->ep[0]).snd_acked, skip + (1 << 20));
+	assert_int_equal(l->ep[0].acked, skip + (1 << 20));
+	assert_int_equal(info(&l->ep[0]).snd_una, s + (1 << 20));
 	link_free(l);
 }
 
@@ -1520,6 +1557,7 @@ int main(void)
 		cmocka_unit_test(test_sack_single_loss),
 		cmocka_unit_test(test_sack_two_holes),
 		cmocka_unit_test(test_tlp_tail_loss),
+		cmocka_unit_test(test_beyond_2g),
 		cmocka_unit_test(test_lost_retransmission),
 		cmocka_unit_test(test_newreno_no_sack),
 		cmocka_unit_test(test_ooo_and_dup),

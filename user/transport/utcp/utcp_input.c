@@ -261,7 +261,9 @@ static void process_ack(struct utcp_conn *c, const struct utcp_seg *seg,
 	uint32_t wnd = (uint32_t)seg->wnd << c->snd_wscale;
 
 	if (seq_gt(ack, c->snd_una)) {
-		uint32_t dstart = seq_max(c->snd_una, c->iss + 1);
+		/* the SYN (at iss) carries no data; never compare with iss
+		 * itself: 2 GiB into the stream it is "ahead" in seq space */
+		uint32_t dstart = c->snd_una == c->iss ? c->iss + 1 : c->snd_una;
 		uint32_t dend = seq_min(ack, c->iss + 1 + (uint32_t)c->snd_queued);
 		uint32_t dacked = seq_gt(dend, dstart) ? dend - dstart : 0;
 		uint32_t acked = ack - c->snd_una;
