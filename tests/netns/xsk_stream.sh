@@ -7,8 +7,9 @@
 #   over AF_XDP, xiw_xdp attached to B's veth)
 #
 #   loss1  1 % loss, 1 % reordering, 1 % duplication; B connects to A;
-#          XK_STREAM_BYTES (default 1 GiB) each way at once, every byte
-#          verified (tests/netns/xiw_stream), both ends exit 0
+#          XK_STREAM_BYTES (default 1 GiB; 256 MiB in the sanitizer tier)
+#          each way at once, every byte verified (tests/netns/xiw_stream),
+#          both ends exit 0
 #   loss5  the same at 5 %; A connects to B (passive open on utcp)
 #   zc     no impairment, 256 MiB each way, B sends zero-copy from
 #          xiw_alloc() buffers in the umem arena (xiw_stream -z): the
@@ -33,7 +34,8 @@ FWD=$BUILD/tests/netns/xiw_delayfwd
 XIWCTL=$BUILD/bin/xiwctl
 BYTES=${XK_STREAM_BYTES:-1g}
 TMUL=1
-[ "${XIW_SAN:-0}" = 1 ] && TMUL=3
+# under ASan/UBSan (the sanitizer tier) every byte check costs more: 256 MiB
+[ "${XIW_SAN:-0}" = 1 ] && TMUL=3 && BYTES=${XK_STREAM_BYTES:-256m}
 
 # shellcheck source=scripts/netns.sh
 . "$ROOT/scripts/netns.sh"
