@@ -13,9 +13,9 @@
  *   xsk_conn.c   one connection: utcp callbacks, buffers, the ops table
  *   xsk_listen.c listeners and passive opens
  *
- * Locks (in this order): conn->lock, then port->tx_lock / port->tbl_lock
- * / port->tmr_lock (leaves). Upcalls to the owner run on the progress
- * thread without any of them held.
+ * Locks (in this order): port->rx_lock, conn->lock, then port->tx_lock /
+ * port->tbl_lock / port->tmr_lock / port->ev_lock (leaves). Upcalls to
+ * the owner run on the progress thread without any of them held.
  */
 #ifndef XIW_XSK_H
 #define XIW_XSK_H
@@ -189,6 +189,20 @@ int xsk_nl_addr_if(uint32_t ip);
 /** xsk_nl_if_addrs() - up to @max IPv4 addresses of @ifindex. */
 int xsk_nl_if_addrs(int ifindex, uint32_t *out, int max);
 
+/* ------------------------------------------------------ xsk_frame.c --- */
+
+/**
+ * xsk_frame_parse() - a received frame: @f (@len octets from the Ethernet
+ * header), @headroom octets of the frame buffer in front of it (where an
+ * XDP metadata record may be). @s: the parsed segment (TCP checksum not
+ * checked). @meta_conn: the record's connection id when it checked out.
+ * Return: 1 (record present and consistent), 0 (no record), -EBADMSG (a
+ * record that does not match the frame: ignore it), -EINVAL (not an
+ * Ethernet/IPv4/TCP frame we take).
+ */
+int xsk_frame_parse(const uint8_t *f, uint32_t len, uint32_t headroom,
+		    struct utcp_seg *s, uint32_t *meta_conn);
+
 /* ------------------------------------------------------- xsk_port.c --- */
 
 struct xsk_conn;
@@ -210,6 +224,7 @@ struct xsk_port {
 	struct xiw_pfd rx_pfd[XSK_MAX_Q];
 	int slot_lock[XSK_MAX_Q];
 
+	pthread_mutex_t rx_lock;	/* RX rings, fill rings, @rx_buf */
 	pthread_mutex_t tx_lock;	/* TX ring, completion ring, @tx_free */
 	uint64_t *tx_free;		/* free TX frame addresses (stack) */
 	uint64_t tx_base;		/* umem address of the first TX frame */
@@ -262,6 +277,8 @@ bool xsk_port_tx_room(struct xsk_port *p, uint32_t len);
  *  §3.10.7.1), to @src_mac. Never answers a RST. */
 void xsk_port_rst(struct xsk_port *p, const struct utcp_seg *s,
 		  const uint8_t *src_mac);
+/** xsk_port_poll() - receive now from any thread (see xsk_port.c). */
+uint32_t xsk_port_poll(struct xsk_port *p);
 /** xsk_port_flush() - kick the kernel to send submitted TX descriptors. */
 void xsk_port_flush(struct xsk_port *p);
 /** xsk_port_timer() - make sure the port timer fires by @deadline (ns). */

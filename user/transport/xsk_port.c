@@ -206,6 +206,7 @@ static struct xsk_port *port_new(int ifindex)
 		p->slot_lock[i] = -1;
 	}
 	pthread_mutex_init(&p->tx_lock, NULL);
+	pthread_mutex_init(&p->rx_lock, NULL);
 	pthread_mutex_init(&p->tbl_lock, NULL);
 	pthread_mutex_init(&p->tmr_lock, NULL);
 	pthread_mutex_init(&p->ev_lock, NULL);
@@ -864,34 +865,6 @@ void xsk_port_rst(struct xsk_port *p, const struct utcp_seg *s,
 	xsk_port_xmit(p, eth, hdr, 40, NULL, 0, 0);
 }
 
-/*
- * The metadata record in front of a frame (bpf/xiw_xdp.bpf.c): used only
- * after checking it against the frame itself. Return: its connection id
- * (a lookup hint), or 0 when absent or wrong.
- */
-static uint32_t meta_check(struct xsk_port *p, const uint8_t *frame,
-			   uint32_t off, uint32_t len, const struct utcp_seg *s)
-{
-	struct xiw_xdp_meta m;
-	uint32_t poff;
-
-	if (off < sizeof(m))
-		return 0;
-	memcpy(&m, frame - sizeof(m), sizeof(m));
-	if (m.magic != XIW_XDP_META_MAGIC)
-		return 0;	/* no record (or stale bytes): nothing to check */
-	poff = (uint32_t)(s->data - frame);
-	if (m.version != XIW_XDP_META_VERSION || m.tcp_seq != s->seq ||
-	    m.payload_off != poff || m.fpdu_off < poff ||
-	    m.fpdu_off + 2u > len ||
-	    ((uint32_t)frame[m.fpdu_off] << 8 | frame[m.fpdu_off + 1]) != m.ulpdu_len) {
-		p->meta_bad++;
-		return 0;
-	}
-	p->meta_ok++;
-	return m.conn_id;
-}
-
 /* One whole frame (@f, @len octets from the Ethernet header). */
 static void rx_frame(struct xsk_port *p, const uint8_t *f, uint32_t len,
 		     uint32_t headroom, struct xsk_conn **touched, int *nt)
@@ -899,14 +872,18 @@ static void rx_frame(struct xsk_port *p, const uint8_t *f, uint32_t len,
 	struct utcp_seg s;
 	struct xsk_conn *c;
 	uint32_t hint;
+	int r;
 
 	p->rx_frames++;
-	if (len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00 ||
-	    utcp_seg_parse(f + 14, len - 14, false, &s)) {
+	r = xsk_frame_parse(f, len, headroom, &s, &hint);
+	if (r == -EINVAL) {
 		p->rx_bad++;
 		return;
 	}
-	hint = meta_check(p, f, headroom, len, &s);
+	if (r == 1)
+		p->meta_ok++;
+	else if (r == -EBADMSG)
+		p->meta_bad++;	/* the frame itself is fine: parse it ourselves */
 	c = conn_find(p, &s, hint);
 	if (!c) {
 		p->rx_nomatch++;
@@ -1005,9 +982,37 @@ static void port_rx_event(void *arg, uint32_t ev)
 	struct xsk_port *p = arg;
 
 	(void)ev;
+	pthread_mutex_lock(&p->rx_lock);
 	for (int i = 0; i < p->nq; i++)
 		for (int b = 0; b < 16 && rx_batch(p, &p->q[i]) == RX_BATCH; b++)
 			;
+	pthread_mutex_unlock(&p->rx_lock);
 	xsk_port_flush(p);
 	port_resume(p);
+}
+
+/**
+ * xsk_port_poll() - receive what waits in the RX rings now, from any
+ * thread (an application thread polling its CQ finds its bytes without
+ * waiting for the progress thread to wake up: XIW_POLL_RX). Upcalls this
+ * causes are queued to the progress thread. Never waits: if another
+ * thread is receiving, returns 0.
+ * Return: descriptors consumed.
+ */
+uint32_t xsk_port_poll(struct xsk_port *p)
+{
+	uint32_t n = 0;
+
+	if (pthread_mutex_trylock(&p->rx_lock))
+		return 0;
+	for (int i = 0; i < p->nq; i++) {
+		uint32_t pos;
+
+		if (xsk_cons_avail(&p->q[i].rx, &pos))
+			n += rx_batch(p, &p->q[i]);
+	}
+	pthread_mutex_unlock(&p->rx_lock);
+	if (n)
+		xsk_port_flush(p);
+	return n;
 }
