@@ -32,7 +32,7 @@ OBJ     := $(BUILD)/obj
 
 ENGINE_SRCS := $(sort $(wildcard user/engine/*.c user/transport/*.c user/transport/utcp/*.c))
 ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(OBJ)/%.o)
-ENGINE_LIBS := -lbpf -lpthread
+ENGINE_LIBS := -lbpf -lmnl -lpthread
 
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
@@ -130,6 +130,9 @@ $(BIN)/xiwrun: user/tools/xiwrun.sh
 $(BIN)/%: $(OBJ)/user/tools/%.o $(LIB)/libxiwarp.so.1
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< -Wl,-rpath,'$$ORIGIN/../lib' $(LIB)/libxiwarp.so.1 $(LDFLAGS)
+
+# xiw_xskperf: raw AF_XDP ceiling for make bench (engine internals + libbpf)
+$(BIN)/xiw_xskperf: LDFLAGS += -lbpf
 
 # xiwctl: the XDP program's control tool; embeds the skeleton, needs no
 # engine (libbpf only).

@@ -39,6 +39,14 @@ table (stdout), progress on stderr, about 2-3 minutes:
   cq wait     build/bin/xiw_cqbench (defaults): context switches and CPU of
               the consumer reaping N completions, adaptive xiw_cq_wait vs
               always-block (verbs channel) vs busy-poll.
+  xsk         (after the rows above, which need the veth without XDP) the
+              xiw_xdp program on both veth ends, XIW_TRANSPORT=xsk on both
+              sides: 64 KB ib_write_bw at MTU 1500 and 9000 with CPU s/GB,
+              against the raw AF_XDP copy-mode ceiling measured on the same
+              pair (build/bin/xiw_xskperf: AF_XDP TX -> XDP redirect ->
+              AF_XDP RX, payload-equivalent Gb/s), and ib_send_lat -s 8
+              (median of XIW_BENCH_REPS) against the ksock row.
+              XIW_BENCH_XSK=0 skips it.
 
 Then one line per issue-3 target: met / NOT met, with the numbers.
 Benchmarks are not tests: a missed target does not change the exit status.
@@ -448,6 +456,62 @@ cq_b_csw=$(cq_get always-block csw)
 cq_a_cpu=$(cq_get adaptive cpu)
 cq_p_cpu=$(cq_get busy-poll cpu)
 
+# ------------------------------------------------ xsk: AF_XDP + utcp
+# After every ksock row: native XDP on a veth turns TSO off on the peer
+# (DESIGN.md), which would skew them. Before the delayed link, which
+# re-cables the pair.
+XSKPERF="$BUILD/bin/xiw_xskperf"
+XIWCTL="$BUILD/bin/xiwctl"
+declare -A XCEIL
+XSK_NOTE=""
+# xsk_mtu MTU: both veth ends
+xsk_mtu() {
+	xiw_in A ip link set dev "$XIW_IF_A" mtu "$1" && xiw_in B ip link set dev "$XIW_IF_B" mtu "$1"
+}
+# xsk_ceiling MTU: xiw_xskperf rx in B, tx in A for T s -> XCEIL[MTU]
+xsk_ceiling() {
+	local mtu=$1 log=$XIW_LOGDIR/xskperf.$1 pid
+	progress "raw AF_XDP copy-mode ceiling, MTU $mtu (xiw_xskperf, ${T}s)"
+	xiw_bg B timeout -k 5 $((T + 30)) "$XSKPERF" rx "$XIW_IF_B" "$XIW_IP_A" "$XIW_IP_B" -t "$T" \
+		>"$log.rx" 2>&1
+	pid=$XIW_LAST_PID
+	for _ in $(seq 50); do grep -q 'rx ready' "$log.rx" 2>/dev/null && break; sleep 0.1; done
+	xiw_in A timeout -k 5 $((T + 30)) "$XSKPERF" tx "$XIW_IF_A" "$XIW_IP_A" "$XIW_IP_B" -t "$T" \
+		>"$log.tx" 2>&1 || true
+	xiw_wait_pid "$pid" 20 >/dev/null 2>&1 || true
+	XCEIL[$mtu]=$(sed -n 's/.*payload_Gbit\/s \([0-9.]*\).*/\1/p' "$log.rx")
+	[ -n "${XCEIL[$mtu]}" ] || failed+=("xiw_xskperf MTU $mtu: $(tail -n 1 "$log.rx" 2>/dev/null)")
+}
+if [ "${XIW_BENCH_XSK:-1}" = 1 ]; then
+	if [ ! -x "$XSKPERF" ] || [ ! -x "$XIWCTL" ]; then
+		XSK_NOTE="$XSKPERF or $XIWCTL missing (make tools)"
+	elif ! command -v ethtool >/dev/null 2>&1; then
+		XSK_NOTE="ethtool missing (scripts/deps.sh)"
+	elif ! xiw_in A ethtool -K "$XIW_IF_A" tx off >/dev/null 2>&1 ||
+		! xiw_in B ethtool -K "$XIW_IF_B" tx off >/dev/null 2>&1 ||
+		! xiw_in A "$XIWCTL" attach "$XIW_IF_A" --mode native >/dev/null 2>&1 ||
+		! xiw_in B "$XIWCTL" attach "$XIW_IF_B" --mode native >/dev/null 2>&1; then
+		XSK_NOTE="could not attach xiw_xdp (xiwctl attach)"
+	fi
+	if [ -z "$XSK_NOTE" ]; then
+		n64=$((MB * 1048576 / 65536))
+		for mtu in 1500 9000; do
+			xsk_mtu "$mtu" || { failed+=("MTU $mtu on the veth"); continue; }
+			sleep 0.5
+			xsk_ceiling "$mtu"
+			bw_run "xsk:$mtu" ib_write_bw 65536 "$n64" XIW_TRANSPORT=xsk
+		done
+		xsk_mtu 1500
+		sleep 0.5
+		progress "ib_send_lat -R -s 8 over xsk x$REPS"
+		lat_run xsk.send_lat ib_send_lat XIW_TRANSPORT=xsk
+		xiw_in A "$XIWCTL" detach "$XIW_IF_A" >/dev/null 2>&1
+		xiw_in B "$XIWCTL" detach "$XIW_IF_B" >/dev/null 2>&1
+	else
+		failed+=("xsk rows: $XSK_NOTE")
+	fi
+fi
+
 # ----------------------------------- ack vs copy on a delayed link (last)
 # delay_on: DELAY ms each way between A and B (scripts/netns.sh: tc
 # netem, else a user-space delay line in a middle namespace).
@@ -542,6 +606,24 @@ if [ -s "$cq_out" ]; then
 fi
 echo
 
+if [ "${XIW_BENCH_XSK:-1}" = 1 ]; then
+	echo "xsk transport (AF_XDP copy mode + utcp, xiw_xdp on both veth ends) vs its ceiling and ksock"
+	echo "  ceiling: raw AF_XDP TX -> XDP redirect -> AF_XDP RX (xiw_xskperf), as TCP payload Gb/s"
+	printf '  %-34s %9s %9s %9s %10s %10s\n' "" "Gb/s" "ceiling" "x ceil" "CPU s/GB" "ksock"
+	for mtu in 1500 9000; do
+		printf '  %-34s %9s %9s %9s %10s %10s\n' "ib_write_bw 64K xsk, MTU $mtu" \
+			"$(fmt "${GBIT[xsk:$mtu]:-}")" "$(fmt "${XCEIL[$mtu]:-}")" \
+			"$(fmt "$(ratio "${GBIT[xsk:$mtu]:-}" "${XCEIL[$mtu]:-}" 3)")" \
+			"$(fmt "${CPUGB[xsk:$mtu]:-}")" "$(fmt "${CPUGB[ib_write_bw:65536]:-}")"
+	done
+	printf '  %-34s %9s   (ksock %s Gb/s, no XDP on the veth, MTU 1500)\n' "" "" \
+		"$(fmt "${GBIT[ib_write_bw:65536]:-}")"
+	printf '  %-34s %9s us one-way (ksock %s us)\n' "ib_send_lat -s 8 xsk" \
+		"$(fmt "${LAT[xsk.send_lat]:-}")" "$(fmt "${LAT[send_lat]:-}")"
+	[ -n "$XSK_NOTE" ] && echo "  (not measured: $XSK_NOTE)"
+	echo
+fi
+
 # ------------------------------------------------------------- targets
 # target TEXT COND_EXPR DETAIL a=.. b=..: met / NOT met / not measured
 target() {
@@ -583,6 +665,17 @@ target "adaptive wait: csw <= always-block's" "a <= b" \
 	"$(fmt "$cq_a_csw") vs $(fmt "$cq_b_csw")" a="$cq_a_csw" b="$cq_b_csw"
 target "adaptive wait: CPU <= 0.5 x busy-poll's" "a <= 0.5 * b" \
 	"$(fmt "$cq_a_cpu") ms vs 0.5 x $(fmt "$cq_p_cpu") ms" a="$cq_a_cpu" b="$cq_p_cpu"
+if [ "${XIW_BENCH_XSK:-1}" = 1 ]; then
+	echo
+	echo "issue 8 targets (xsk transport)"
+	for mtu in 1500 9000; do
+		rx=$(ratio "${GBIT[xsk:$mtu]:-}" "${XCEIL[$mtu]:-}" 3)
+		target "64 KB WRITE over xsk >= 0.8 x ceiling, MTU $mtu" "r >= 0.8" \
+			"$(fmt "$rx") x ($(fmt "${GBIT[xsk:$mtu]:-}") / $(fmt "${XCEIL[$mtu]:-}") Gb/s)" r="$rx"
+	done
+	target "8 B SEND latency xsk <= ksock" "x <= k" \
+		"$(fmt "${LAT[xsk.send_lat]:-}") vs $(fmt "${LAT[send_lat]:-}") us" x="${LAT[xsk.send_lat]:-}" k="${LAT[send_lat]:-}"
+fi
 echo
 echo "2 vCPUs shared by both sides and the kernel: expect noise of several %; run twice"
 if [ ${#failed[@]} -gt 0 ]; then

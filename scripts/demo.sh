@@ -4,7 +4,11 @@
 # As root: two network namespaces joined by a veth pair; in each test the
 # server runs in one namespace, the client in the other, both through
 # build/bin/xiwrun: rping (1000 verified pings), ib_{write,read,send}_{bw,lat}
-# -R at their default sizes, rdma_server/rdma_client. Prints one table and
+# -R at their default sizes, rdma_server/rdma_client; then the xsk rows:
+# the xiw_xdp program attached to both veth ends and XIW_TRANSPORT=xsk
+# (AF_XDP + xiwarp's own TCP) for rping, ib_write_bw, ib_send_lat and
+# rdma_server/rdma_client (skipped, and said so, without bpf/xiwctl or
+# ethtool). Prints one table and
 # removes everything it created (also on failure or Ctrl-C). Exit 1 if any
 # run failed.
 # Without root: says why and runs rping over 127.0.0.1 instead.
@@ -45,6 +49,9 @@ fi
 
 rows=()   # "test|result|value"
 nfail=0
+# the xsk rows: a command prefix for both sides and a label prefix
+PFX=(env)
+LP=
 faillogs=()
 
 row() {
@@ -59,11 +66,11 @@ progress() { printf 'demo: %s\n' "$*" >&2; }
 
 run_rping() {
 	local port=$1 count=$2 n label
-	label="rping -C $count -V"
-	progress "rping: $count pings, data verified"
+	label="${LP}rping -C $count -V"
+	progress "${LP}rping: $count pings, data verified"
 	if xiw_pair rping "$port" 60 \
-		"$XIWRUN" rping -s -a "$XIW_IP_A" -p "$port" -- \
-		"$XIWRUN" rping -c -a "$XIW_IP_A" -p "$port" -v -V -C "$count"; then
+		"${PFX[@]}" "$XIWRUN" rping -s -a "$XIW_IP_A" -p "$port" -- \
+		"${PFX[@]}" "$XIWRUN" rping -c -a "$XIW_IP_A" -p "$port" -v -V -C "$count"; then
 		n=$(grep -c '^ping data: ' "$XIW_PAIR_CLOG" || true)
 		if [ "$n" -eq "$count" ]; then
 			row "$label" pass "$n pings verified"
@@ -79,12 +86,12 @@ run_rping() {
 run_perf() {
 	local port=$1 prog=$2 kind=$3 v
 	shift 3
-	progress "$prog -R $*"
+	progress "${LP}$prog -R $*"
 	local ok=0 try
 	for try in 1 2; do
 		if xiw_pair "$prog" "$port" 60 \
-			"$XIWRUN" "$prog" -R -F -p "$port" "$@" -- \
-			"$XIWRUN" "$prog" -R -F -p "$port" "$@" "$XIW_IP_A"; then
+			"${PFX[@]}" "$XIWRUN" "$prog" -R -F -p "$port" "$@" -- \
+			"${PFX[@]}" "$XIWRUN" "$prog" -R -F -p "$port" "$@" "$XIW_IP_A"; then
 			ok=1
 			break
 		fi
@@ -96,42 +103,42 @@ run_perf() {
 	if [ $ok = 1 ]; then
 		if v=$(xiw_perftest_value "$XIW_PAIR_CLOG" "$kind"); then
 			if [ "$kind" = bw ]; then
-				row "$prog -R" pass "$v MB/s"
+				row "${LP}$prog -R" pass "$v MB/s"
 			else
 				if awk -v v="$v" 'BEGIN { exit !(v > 1000) }'; then
-					row "$prog -R" pass "$v us (slow: a stall?)"
+					row "${LP}$prog -R" pass "$v us (slow: a stall?)"
 				else
-					row "$prog -R" pass "$v us"
+					row "${LP}$prog -R" pass "$v us"
 				fi
 			fi
 		else
-			row "$prog -R" FAIL "-" "no result line after the #bytes header"
+			row "${LP}$prog -R" FAIL "-" "no result line after the #bytes header"
 		fi
 	else
-		row "$prog -R" FAIL "-" "$XIW_PAIR_WHY"
+		row "${LP}$prog -R" FAIL "-" "$XIW_PAIR_WHY"
 	fi
 }
 
 run_cm_example() {
 	local port=$1
-	progress "rdma_server / rdma_client"
+	progress "${LP}rdma_server / rdma_client"
 	if xiw_pair rdma_cm "$port" 30 \
-		"$XIWRUN" rdma_server -s "$XIW_IP_A" -p "$port" -- \
-		"$XIWRUN" rdma_client -s "$XIW_IP_A" -p "$port"; then
-		row "rdma_server/rdma_client" pass "message exchanged"
+		"${PFX[@]}" "$XIWRUN" rdma_server -s "$XIW_IP_A" -p "$port" -- \
+		"${PFX[@]}" "$XIWRUN" rdma_client -s "$XIW_IP_A" -p "$port"; then
+		row "${LP}rdma_server/rdma_client" pass "message exchanged"
 	else
-		row "rdma_server/rdma_client" FAIL "-" "$XIW_PAIR_WHY"
+		row "${LP}rdma_server/rdma_client" FAIL "-" "$XIW_PAIR_WHY"
 	fi
 }
 
 print_table() {
 	local r t res v
 	echo
-	printf '%-26s %-6s %s\n' "test" "result" "value"
-	printf '%-26s %-6s %s\n' "--------------------------" "------" "--------------------"
+	printf '%-31s %-6s %s\n' "test" "result" "value"
+	printf '%-31s %-6s %s\n' "-------------------------------" "------" "--------------------"
 	for r in "${rows[@]}"; do
 		IFS='|' read -r t res v <<<"$r"
-		printf '%-26s %-6s %s\n' "$t" "$res" "$v"
+		printf '%-31s %-6s %s\n' "$t" "$res" "$v"
 	done
 	echo
 }
@@ -191,6 +198,34 @@ run_perf 17405 ib_write_lat lat -n 1000
 run_perf 17406 ib_read_lat lat -n 1000
 run_perf 17407 ib_send_lat lat -n 1000
 run_cm_example 17408
+
+# ------------------------------------------ xsk: AF_XDP + xiwarp's TCP
+XIWCTL="$BUILD/bin/xiwctl"
+xsk_skip=""
+[ -x "$XIWCTL" ] || xsk_skip="$XIWCTL not built (make)"
+[ -n "$xsk_skip" ] || command -v ethtool >/dev/null 2>&1 || xsk_skip="ethtool not installed (scripts/deps.sh)"
+if [ -z "$xsk_skip" ]; then
+	for side in A B; do
+		[ $side = A ] && ifn=$XIW_IF_A || ifn=$XIW_IF_B
+		# kernel TCP frames would reach AF_XDP with partial checksums
+		xiw_in $side ethtool -K "$ifn" tx off >/dev/null 2>&1 &&
+			xiw_in $side "$XIWCTL" attach "$ifn" --mode native >/dev/null 2>&1 ||
+			xsk_skip="xiwctl attach $ifn failed"
+	done
+fi
+if [ -n "$xsk_skip" ]; then
+	rows+=("xsk rows|skip|$xsk_skip")
+else
+	progress "xsk: xiw_xdp attached to both veth ends, XIW_TRANSPORT=xsk on both sides"
+	PFX=(env XIW_TRANSPORT=xsk)
+	LP="xsk: "
+	run_rping 17411 1000
+	run_perf 17412 ib_write_bw bw -n 2000
+	run_perf 17413 ib_send_lat lat -n 1000
+	run_cm_example 17414
+	PFX=(env)
+	LP=""
+fi
 
 print_table
 echo "($(($(date +%s) - t0)) s; bw: 64 KiB messages, BW average; lat: 2-byte messages, t_typical)"

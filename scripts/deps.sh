@@ -10,10 +10,12 @@ PKGS=(
   # build
   build-essential clang llvm pkg-config libelf-dev zlib1g-dev
   libbpf-dev bpftool linux-libc-dev libclang-rt-14-dev libcmocka-dev
+  # xsk transport: routes and neighbours over netlink
+  libmnl-dev
   # rdma-core v44 headers (ABI we mimic) and the real client programs
   libibverbs-dev librdmacm-dev rdmacm-utils ibverbs-utils perftest
   # network tests, wire check, benchmarks
-  iproute2 tshark iperf3 sockperf libfabric-bin procps psmisc socat
+  iproute2 tshark iperf3 sockperf libfabric-bin procps psmisc socat ethtool
   # siw interop tier (tests/interop): qemu guest with the kernel's siw,
   # built by ../shared/siw-peer/build.sh (which adds linux-headers itself)
   qemu-system-x86 cpio kmod xz-utils zstd python3

@@ -343,6 +343,22 @@ int xiw_cm_disconnect(struct xiw_qp *qp);
 /** xiw_cm_conn_release() - drop a conn that was never accepted/rejected. */
 void xiw_cm_conn_release(struct xiw_cm_conn *conn);
 
+/* ------------------------------------------------- registered memory --- */
+
+/**
+ * xiw_alloc() - @len bytes (page-aligned, zeroed) from the engine's AF_XDP
+ * umem arena when there is room, else from the heap. Memory registered as
+ * an MR from this arena is transmitted by the xsk transport straight from
+ * the umem (payload descriptors, no copy; seed 002); elsewhere it behaves
+ * like any memory. Size of the arena: XIW_XSK_ARENA_MB (default 64).
+ * Return: the memory, or NULL (errno ENOMEM / EINVAL for @len 0).
+ */
+void *xiw_alloc(size_t len);
+/** xiw_free() - release memory from xiw_alloc() (NULL: no-op). */
+void xiw_free(void *p);
+/** xiw_alloc_is_umem() - [@p, @p+@len) lies in the umem arena. */
+bool xiw_alloc_is_umem(const void *p, size_t len);
+
 /* ---------------------------------------------------------- logging --- */
 
 /** xiw_log() - engine log; XIW_LOG=error|warn|info|debug (default warn) on stderr. */

@@ -48,6 +48,7 @@ struct ep {
 	uint8_t *sdata;
 	size_t scap;
 	uint64_t acked;		/* from @acked */
+	uint64_t base;		/* stream offset of sdata[0] / rdata[0] */
 	uint64_t filled;	/* bytes described by @fill */
 	uint8_t *rdata;
 	size_t rcap;
@@ -76,6 +77,7 @@ struct link {
 	int drop_flags[2], drop_count[2];
 	uint32_t drop_seq[2];	/* drop a data segment with this seq, once */
 	bool drop_seq_on[2];
+	unsigned int drop_seq_more[2];	/* ... and this many times more */
 	bool blackhole[2];	/* drop everything from endpoint i */
 	bool corrupt_next_data[2];
 	int in_rc_min;		/* the lowest utcp_input return seen */
@@ -147,7 +149,10 @@ static void cb_output(void *ctx, const uint8_t *hdr, uint32_t hlen,
 		return;
 	}
 	if (l->drop_seq_on[me] && s.len && s.seq == l->drop_seq[me]) {
-		l->drop_seq_on[me] = false;
+		if (l->drop_seq_more[me])
+			l->drop_seq_more[me]--;
+		else
+			l->drop_seq_on[me] = false;
 		return;
 	}
 	if (l->loss && rnd(l) % 1000 < l->loss)
@@ -169,8 +174,9 @@ static int cb_fill(void *ctx, uint64_t off, uint32_t len, struct utcp_iov *iov, 
 	struct ep *e = ctx;
 	uint32_t half = len / 2;
 
-	assert_true(off + len <= e->scap);
 	assert_true(off >= e->acked);	/* never asks for released bytes */
+	off -= e->base;
+	assert_true(off + len <= e->scap);
 	e->filled += len;
 	/* two pieces when possible, to exercise gathering */
 	if (max >= 2 && half) {
@@ -189,7 +195,7 @@ static void cb_deliver(void *ctx, uint64_t off, const uint8_t *d, uint32_t len)
 {
 	struct ep *e = ctx;
 
-	assert_int_equal(off, e->rlen);
+	assert_int_equal(off, e->rlen + e->l->ep[!e->id].base);
 	if (!len) {
 		assert_false(e->eof);
 		e->eof = true;
@@ -532,7 +538,8 @@ static void test_syn_give_up(void **state)
 static bool xfer_done(struct link *l)
 {
 	return l->ep[1].rlen == l->ep[0].scap && l->ep[0].rlen == l->ep[1].scap &&
-	       l->ep[0].acked == l->ep[0].scap && l->ep[1].acked == l->ep[1].scap;
+	       l->ep[0].acked - l->ep[0].base == l->ep[0].scap &&
+	       l->ep[1].acked - l->ep[1].base == l->ep[1].scap;
 }
 
 /* Push the whole send buffers through utcp_send() as space allows. */
@@ -578,9 +585,11 @@ static void test_transfer_clean(void **state)
 	transfer(l, 60000 * MS);
 	a = info(&l->ep[0]);
 	b = info(&l->ep[1]);
-	assert_int_equal(a.bytes_retrans, 0);
+	/* no loss, no RTO; a tail loss probe (RFC 8985) may resend the
+	 * segment whose ACK the receiver delays, nothing else is resent */
+	assert_true(a.bytes_retrans <= a.tlp_sent * a.smss);
 	assert_int_equal(a.rto_fired, 0);
-	assert_int_equal(a.bytes_out, 2 << 20);
+	assert_int_equal(a.bytes_out, (2 << 20) + a.bytes_retrans);
 	/* no copy kept: every byte sent was described by @fill */
 	assert_int_equal(l->ep[0].filled, a.bytes_out);
 	assert_true(a.cwnd > 10 * a.smss);	/* slow start grew it */
@@ -686,12 +695,14 @@ static void test_sack_single_loss(void **state)
 	int n;
 
 	(void)state;
+	/* the delay from the start: a probe timeout (2 SRTT) computed from a
+	 * faster handshake would fire before the dup ACKs return */
+	l->delay = 10 * MS;
 	link_start(l);
 	handshake(l);
 	smss = info(&l->ep[0]).smss;
 	l->drop_seq[0] = 0x10000001u + 2 * smss;	/* the third segment */
 	l->drop_seq_on[0] = true;
-	l->delay = 10 * MS;
 	assert_int_equal(utcp_send(l->ep[0].c, 10 * smss, l->now), 0);
 	/* stop right after the fast retransmission went out */
 	while (info(&l->ep[0]).segs_retrans == 0) {
@@ -718,6 +729,97 @@ static void test_sack_single_loss(void **state)
 	assert_int_equal(a.sack_blocks, 0);
 	assert_false(a.in_recovery);
 	assert_memory_equal(l->ep[1].rdata, l->ep[0].sdata, 10 * smss);
+	link_free(l);
+}
+
+/*
+ * More than 2 GiB into the stream the sequence numbers are more than 2^31
+ * past the ISS: nothing may compare with the ISS any more (acked-bytes
+ * accounting did, and the sender stalled after 2 GiB). Both ends are
+ * moved 2^31 + 4 KiB into their streams, then 1 MiB must go through.
+ */
+static void test_beyond_2g(void **state)
+{
+	struct link *l = link_new(26, 1 << 20, 0);
+	struct utcp_conn *a, *b;
+	const uint64_t skip = (1ull << 31) + 4096;
+	uint32_t s;
+
+	(void)state;
+	link_start(l);
+	handshake(l);
+	a = l->ep[0].c;
+	b = l->ep[1].c;
+	s = a->iss + 1 + (uint32_t)skip;
+	a->snd_una = a->snd_nxt = a->snd_max = a->recover = a->high_rxt = s;
+	a->snd_wl2 = s;
+	a->snd_acked = a->snd_queued = skip;
+	b->rcv_nxt = b->last_ack_sent = s;
+	b->rcv_adv = s + (b->rcv_adv - (b->irs + 1));
+	b->rcv_delivered = skip;
+	b->snd_wl1 = s;
+	l->ep[0].base = l->ep[0].acked = skip;
+	transfer(l, 60000 * MS);
+	assert_int_equal(info(&l->ep[0]).snd_acked, skip + (1 << 20));
+	assert_int_equal(l->ep[0].acked, skip + (1 << 20));
+	assert_int_equal(info(&l->ep[0]).snd_una, s + (1 << 20));
+	link_free(l);
+}
+
+/* The next-to-last segment of a burst is lost: one dup ACK only, too
+ * few for fast retransmit; a tail loss probe (RFC 8985 §7) resends the
+ * hole after 2 SRTT, no RTO (>= 200 ms) is needed. */
+static void test_tlp_tail_loss(void **state)
+{
+	struct link *l = link_new(24, 100000, 0);
+	struct utcp_info a;
+	uint32_t smss;
+
+	(void)state;
+	l->delay = 10 * MS;
+	link_start(l);
+	handshake(l);
+	smss = info(&l->ep[0]).smss;
+	l->drop_seq[0] = 0x10000001u + 3 * smss;	/* the 4th of 5 */
+	l->drop_seq_on[0] = true;
+	assert_int_equal(utcp_send(l->ep[0].c, 5 * smss, l->now), 0);
+	assert_true(run(l, 5000 * MS, NULL));
+	a = info(&l->ep[0]);
+	assert_int_equal(a.rto_fired, 0);
+	assert_true(a.tlp_sent >= 1);
+	assert_int_equal(a.bytes_retrans, smss);
+	assert_int_equal(a.snd_acked, 5 * smss);
+	assert_memory_equal(l->ep[1].rdata, l->ep[0].sdata, 5 * smss);
+	link_free(l);
+}
+
+/* A segment and its fast retransmission are both lost: SACKs of data sent
+ * after the retransmission (or a probe of the stalled recovery) resend it
+ * again without waiting for the RTO. */
+static void test_lost_retransmission(void **state)
+{
+	struct link *l = link_new(25, 200000, 0);
+	struct utcp_info a;
+	uint32_t smss;
+
+	(void)state;
+	l->delay = 10 * MS;
+	link_start(l);
+	handshake(l);
+	smss = info(&l->ep[0]).smss;
+	l->drop_seq[0] = 0x10000001u + 2 * smss;
+	l->drop_seq_on[0] = true;
+	l->drop_seq_more[0] = 1;		/* the first retransmission too */
+	assert_int_equal(utcp_send(l->ep[0].c, 60 * smss, l->now), 0);
+	assert_true(run(l, 10000 * MS, NULL));
+	a = info(&l->ep[0]);
+	assert_int_equal(a.rto_fired, 0);
+	assert_true(a.lost_rtx + a.tlp_sent >= 1);
+	assert_int_equal(a.snd_acked, 60 * smss);
+	assert_memory_equal(l->ep[1].rdata, l->ep[0].sdata, 60 * smss);
+	fprintf(stderr, "lost rtx: retrans %llu B, lost_rtx %llu, tlp %llu\n",
+		(unsigned long long)a.bytes_retrans, (unsigned long long)a.lost_rtx,
+		(unsigned long long)a.tlp_sent);
 	link_free(l);
 }
 
@@ -1454,6 +1556,9 @@ int main(void)
 		cmocka_unit_test(test_window_scale),
 		cmocka_unit_test(test_sack_single_loss),
 		cmocka_unit_test(test_sack_two_holes),
+		cmocka_unit_test(test_tlp_tail_loss),
+		cmocka_unit_test(test_beyond_2g),
+		cmocka_unit_test(test_lost_retransmission),
 		cmocka_unit_test(test_newreno_no_sack),
 		cmocka_unit_test(test_ooo_and_dup),
 		cmocka_unit_test(test_rto_backoff_give_up),

@@ -199,8 +199,8 @@ static int connect_tcp(struct xiw_cm_conn *c)
 	const struct sockaddr *src = c->src.ss_family ?
 				     (const struct sockaddr *)&c->src : NULL;
 
-	return xiw_ksock_connect(src, (const struct sockaddr *)&c->peer,
-				 &cm_active_cb, c, &c->llp);
+	return xiw_llp_connect(src, (const struct sockaddr *)&c->peer,
+			       &cm_active_cb, c, &c->llp);
 }
 
 static void active_retry(void *arg);
@@ -268,7 +268,7 @@ static int connect_start(struct xiw_cm_conn *c, struct connect_args *a)
 	int err;
 
 	if (a->src)
-		memcpy(&c->src, a->src, xiw_ksock_sa_len(a->src));
+		memcpy(&c->src, a->src, xiw_llp_sa_len(a->src));
 	c->refused_until_ns = xiw_now_ns() +
 			      (uint64_t)refused_retry_ms() * 1000000u;
 	err = connect_tcp(c);
@@ -302,7 +302,7 @@ static void connect_on_progress(void *arg)
 	c->h = a->h;
 	c->harg = a->arg;
 	c->state = CS_TCP_CONNECTING;
-	memcpy(&c->peer, a->dst, xiw_ksock_sa_len(a->dst));
+	memcpy(&c->peer, a->dst, xiw_llp_sa_len(a->dst));
 	xiw_cm_mpa_request(&c->req, a->ird, a->ord, a->pdata, a->plen);
 	/* encode now: the caller's private data need not outlive the call */
 	a->ret = cm_encode(c, false);
@@ -333,7 +333,7 @@ int xiw_cm_connect(struct xiw_qp *qp, const struct sockaddr *src,
 	};
 	int err;
 
-	if (!qp || !dst || !xiw_ksock_sa_len(dst) || (plen && !pdata))
+	if (!qp || !dst || !xiw_llp_sa_len(dst) || (plen && !pdata))
 		return -EINVAL;
 	xiw_sockops_before_connect();
 	err = xiw_progress_sync(connect_on_progress, &a);

@@ -19,7 +19,6 @@
 #include "xiw_conn.h"
 #include "xiw_progress.h"
 #include "xiw_proto.h"
-#include "ksock.h"
 #include "llp.h"
 
 #define XIW_CM_TIMEOUT_MS 10000	/* TCP connect + MPA exchange, RTR wait */
@@ -36,7 +35,7 @@ enum cm_state {
 };
 
 struct cm_listener {
-	struct xiw_ksock_listener *ks;
+	struct xiw_llp_listener *ks;
 	xiw_cm_handler h;
 	void *arg;
 	int refs;		/* the app's + one per queued event */

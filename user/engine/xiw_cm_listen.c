@@ -127,7 +127,7 @@ int xiw_cm_listen(const struct sockaddr *addr, int backlog, xiw_cm_handler h,
 	l->refs = 1;
 	xiw_cm_knobs();		/* report bad knobs at the first listen */
 	xiw_sockops_before_connect();	/* accepted streams get ACK callbacks */
-	err = xiw_ksock_listen(addr, backlog, passive_new, l, &l->ks, bound);
+	err = xiw_llp_listen(addr, backlog, passive_new, l, &l->ks, bound);
 	if (err) {
 		free(l);
 		return err;
@@ -156,7 +156,7 @@ static void listener_destroy_on_progress(void *arg)
 	struct xiw_cm_conn *c;
 
 	l->dead = true;
-	xiw_ksock_listener_close(l->ks);
+	xiw_llp_listener_close(l->ks);
 	/* restart after each finish: it unlinks from the list */
 	do {
 		c = cm_conn_of_listener(l);

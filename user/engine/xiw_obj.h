@@ -618,6 +618,7 @@ void xiw_txack_settle(struct xiw_qp *qp);
 void xiw_txack_zc_quiesce(struct xiw_qp *qp);
 void xiw_txack_preload(void);
 void xiw_txack_forget(struct xiw_qp *qp);
+void xiw_txack_wake(void);
 
 /* ---- xiw_qp_rq.c: the RQ and its CQE credits (rq_lock) ---- */
 

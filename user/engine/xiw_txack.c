@@ -144,7 +144,7 @@ void xiw_txack_preload(void)
 /**
  * xiw_txack_trace() - register @qp's stream with the sockops tracer, once
  * (ack mode; zero-copy alone in copy mode polls: no BPF for the default
- * mode). Called before the stream's first write, so that write's send
+ * mode, unless the transport reports ACKs itself: xsk). Called before the stream's first write, so that write's send
  * call is already marked for the ACK callback (bpf/xiw_sockops.bpf.c),
  * and again from the scan while the tracer was still loading. Never
  * waits for the loader. tx_lock held, any thread.
@@ -153,8 +153,10 @@ void xiw_txack_trace(struct xiw_qp *qp)
 {
 	int r;
 
-	if (qp->ack_tried || !qp->ack_mode || !qp->llp)
+	if (qp->ack_tried || !qp->llp ||
+	    (!qp->ack_mode && !qp->llp->ops->ack_events))
 		return;
+	xiw_llp_set_ack_wake(xiw_txack_wake);
 	r = xiw_llp_ack_trace(qp->llp, qp->ibv.qp_num);
 	/* tracer still loading: poll meanwhile, register later */
 	qp->ack_tried = r != -EINPROGRESS;
@@ -430,6 +432,18 @@ static bool txack_kick_unlock(void)
 	txack.kick_queued = false;
 	pthread_mutex_unlock(&txack.lock);
 	return false;
+}
+
+/**
+ * xiw_txack_wake() - a transport saw an armed acknowledged-bytes
+ * watermark reached (xiw_llp_ack_wake; xsk: utcp's snd_una passed it):
+ * scan the watched QPs now rather than at the backstop timer. Any thread,
+ * no QP lock held.
+ */
+void xiw_txack_wake(void)
+{
+	pthread_mutex_lock(&txack.lock);
+	txack_kick_unlock();
 }
 
 /**

@@ -9,7 +9,7 @@
  * @closed upcall; a hang-up while we are not reading "parks" the fd (taken
  * out of epoll) until reading resumes, so level-triggered HUP cannot spin.
  *
- * Lifetime: xiw_llp_close() unregisters the fd between dispatch batches
+ * Lifetime: xiw_ksock_close() unregisters the fd between dispatch batches
  * (xiw_progress_sync) when called off the progress thread, so no upcall
  * runs after it returns; on the progress thread it unregisters at once and
  * frees from a closure that runs after the current batch.
@@ -52,7 +52,8 @@ static char tsan_wire;
 #define llp_sendmsg sendmsg
 #endif
 
-struct xiw_llp {
+struct xiw_ksock {
+	struct xiw_llp base;		/* first: the generic handle (llp.h) */
 	struct xiw_pfd pfd;
 	pthread_mutex_t lock;		/* everything below */
 	const struct xiw_llp_cb *cb;
@@ -103,7 +104,7 @@ static int sock_error(int fd)
 
 /* ------------------------------------------------------ event mask --- */
 
-static uint32_t llp_want_mask(const struct xiw_llp *l)
+static uint32_t llp_want_mask(const struct xiw_ksock *l)
 {
 	uint32_t m = 0;
 
@@ -117,7 +118,7 @@ static uint32_t llp_want_mask(const struct xiw_llp *l)
 }
 
 /* Bring the epoll registration in line with the state. Lock held. */
-static void llp_sync_mask_locked(struct xiw_llp *l)
+static void llp_sync_mask_locked(struct xiw_ksock *l)
 {
 	uint32_t m = llp_want_mask(l);
 	int err = 0;
@@ -142,7 +143,7 @@ static void llp_sync_mask_locked(struct xiw_llp *l)
 		l->mask = m;
 }
 
-static void llp_unregister_locked(struct xiw_llp *l)
+static void llp_unregister_locked(struct xiw_ksock *l)
 {
 	if (l->registered)
 		xiw_progress_fd_del(&l->pfd);
@@ -153,7 +154,7 @@ static void llp_unregister_locked(struct xiw_llp *l)
 /* ---------------------------------------------------------- events --- */
 
 /* Deliver @closed once and stop all further upcalls. */
-static void llp_fail(struct xiw_llp *l, int err)
+static void llp_fail(struct xiw_ksock *l, int err)
 {
 	const struct xiw_llp_cb *cb;
 	void *arg;
@@ -173,7 +174,7 @@ static void llp_fail(struct xiw_llp *l, int err)
 		cb->closed(arg, err ? err : -ECONNRESET);
 }
 
-static void llp_cache_mss(struct xiw_llp *l)
+static void llp_cache_mss(struct xiw_ksock *l)
 {
 	int mss = 0;
 	socklen_t len = sizeof(mss);
@@ -182,7 +183,7 @@ static void llp_cache_mss(struct xiw_llp *l)
 		l->mss = mss;
 }
 
-static void llp_connect_done(struct xiw_llp *l)
+static void llp_connect_done(struct xiw_ksock *l)
 {
 	const struct xiw_llp_cb *cb;
 	void *arg;
@@ -204,7 +205,7 @@ static void llp_connect_done(struct xiw_llp *l)
 }
 
 /* Readable part of an event. Return: false if the llp went away. */
-static bool llp_event_in(struct xiw_llp *l, uint32_t ev)
+static bool llp_event_in(struct xiw_ksock *l, uint32_t ev)
 {
 	const struct xiw_llp_cb *cb;
 	void *arg;
@@ -224,7 +225,7 @@ static bool llp_event_in(struct xiw_llp *l, uint32_t ev)
 	return !__atomic_load_n(&l->pfd.deleted, __ATOMIC_ACQUIRE) || l->parked;
 }
 
-static void llp_event_out(struct xiw_llp *l)
+static void llp_event_out(struct xiw_ksock *l)
 {
 	const struct xiw_llp_cb *cb;
 	void *arg;
@@ -243,7 +244,7 @@ static void llp_event_out(struct xiw_llp *l)
 
 static void llp_event(void *p, uint32_t ev)
 {
-	struct xiw_llp *l = p;
+	struct xiw_ksock *l = p;
 	bool connecting;
 
 	pthread_mutex_lock(&l->lock);
@@ -273,14 +274,15 @@ static void llp_event(void *p, uint32_t ev)
 
 /* ------------------------------------------------------- llp calls --- */
 
-static struct xiw_llp *llp_new(int fd, bool connecting)
+static struct xiw_ksock *llp_new(int fd, bool connecting)
 {
-	struct xiw_llp *l = calloc(1, sizeof(*l));
+	struct xiw_ksock *l = calloc(1, sizeof(*l));
 
 	if (!l)
 		return NULL;
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_mutex_init(&l->zc.lock, NULL);
+	l->base.ops = &xiw_ksock_ops;
 	l->pfd.fd = fd;
 	l->pfd.cb = llp_event;
 	l->pfd.arg = l;
@@ -290,7 +292,7 @@ static struct xiw_llp *llp_new(int fd, bool connecting)
 	return l;
 }
 
-void xiw_llp_set_owner(struct xiw_llp *l, const struct xiw_llp_cb *cb, void *arg)
+void xiw_ksock_set_owner(struct xiw_ksock *l, const struct xiw_llp_cb *cb, void *arg)
 {
 	pthread_mutex_lock(&l->lock);
 	l->cb = cb;
@@ -299,7 +301,7 @@ void xiw_llp_set_owner(struct xiw_llp *l, const struct xiw_llp_cb *cb, void *arg
 	pthread_mutex_unlock(&l->lock);
 }
 
-ssize_t xiw_llp_send(struct xiw_llp *l, const struct iovec *iov, int n, bool more)
+ssize_t xiw_ksock_send(struct xiw_ksock *l, const struct iovec *iov, int n, bool more)
 {
 	struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
 	int flags = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0);
@@ -351,7 +353,7 @@ static bool quickack_on(void)
  * cost as much (its wakeups), and without one the drains that matter
  * (perftest's setup exchange) were not covered.
  */
-static void llp_quickack(struct xiw_llp *l)
+static void llp_quickack(struct xiw_ksock *l)
 {
 	int one = 1;
 
@@ -360,7 +362,7 @@ static void llp_quickack(struct xiw_llp *l)
 		setsockopt(l->pfd.fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
 }
 
-ssize_t xiw_llp_recv(struct xiw_llp *l, struct iovec *iov, int n)
+ssize_t xiw_ksock_recv(struct xiw_ksock *l, struct iovec *iov, int n)
 {
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = n };
 	ssize_t r = recvmsg(l->pfd.fd, &msg, MSG_DONTWAIT);
@@ -394,7 +396,7 @@ ssize_t xiw_llp_recv(struct xiw_llp *l, struct iovec *iov, int n)
 	return 0;
 }
 
-void xiw_llp_want_write(struct xiw_llp *l, bool on)
+void xiw_ksock_want_write(struct xiw_ksock *l, bool on)
 {
 	pthread_mutex_lock(&l->lock);
 	l->want_write = on;
@@ -402,7 +404,7 @@ void xiw_llp_want_write(struct xiw_llp *l, bool on)
 	pthread_mutex_unlock(&l->lock);
 }
 
-void xiw_llp_pause_read(struct xiw_llp *l, bool paused)
+void xiw_ksock_pause_read(struct xiw_ksock *l, bool paused)
 {
 	pthread_mutex_lock(&l->lock);
 	l->paused = paused;
@@ -410,7 +412,7 @@ void xiw_llp_pause_read(struct xiw_llp *l, bool paused)
 	pthread_mutex_unlock(&l->lock);
 }
 
-void xiw_llp_app_read(struct xiw_llp *l, bool on)
+void xiw_ksock_app_read(struct xiw_ksock *l, bool on)
 {
 	pthread_mutex_lock(&l->lock);
 	l->app_read = on;
@@ -421,7 +423,7 @@ void xiw_llp_app_read(struct xiw_llp *l, bool on)
 /* Progress thread: send a held FIN once the peer has been quiet. */
 static void llp_fin_tick(void *arg)
 {
-	struct xiw_llp *l = arg;
+	struct xiw_ksock *l = arg;
 	uint64_t until;
 	bool send;
 
@@ -445,7 +447,7 @@ static void llp_fin_tick(void *arg)
  * FIN after the queued bytes; held while the peer's last bytes are too
  * recent (ksock_linger.c), then sent from the progress thread.
  */
-int xiw_llp_shutdown(struct xiw_llp *l)
+int xiw_ksock_shutdown(struct xiw_ksock *l)
 {
 	uint64_t until;
 
@@ -471,7 +473,7 @@ int xiw_llp_shutdown(struct xiw_llp *l)
  * which makes the kernel send RST right away (tcp_disconnect). No further
  * upcalls are delivered.
  */
-void xiw_llp_abort(struct xiw_llp *l)
+void xiw_ksock_abort(struct xiw_ksock *l)
 {
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 	struct sockaddr sa = { .sa_family = AF_UNSPEC };
@@ -491,7 +493,7 @@ void xiw_llp_abort(struct xiw_llp *l)
 
 static void llp_free(void *p)
 {
-	struct xiw_llp *l = p;
+	struct xiw_ksock *l = p;
 
 	xiw_ksock_live_del(&l->live);
 	pthread_mutex_destroy(&l->lock);
@@ -502,7 +504,7 @@ static void llp_free(void *p)
 /* Progress thread, between batches or inside an upcall. */
 static void llp_close_fd(void *p)
 {
-	struct xiw_llp *l = p;
+	struct xiw_ksock *l = p;
 
 	pthread_mutex_lock(&l->lock);
 	l->dead = true;
@@ -521,7 +523,7 @@ static void llp_close_fd(void *p)
 	}
 }
 
-void xiw_llp_close(struct xiw_llp *l)
+void xiw_ksock_close(struct xiw_ksock *l)
 {
 	if (!l)
 		return;
@@ -537,24 +539,24 @@ void xiw_llp_close(struct xiw_llp *l)
 	llp_free(l);
 }
 
-int xiw_ksock_fd(const struct xiw_llp *l)
+int xiw_ksock_fd(const struct xiw_ksock *l)
 {
 	return l->pfd.fd;
 }
 
-struct xiw_ksock_zc *xiw_ksock_zc(struct xiw_llp *l)
+struct xiw_ksock_zc *xiw_ksock_zc(struct xiw_ksock *l)
 {
 	return &l->zc;
 }
 
-uint32_t xiw_llp_mss(struct xiw_llp *l)
+uint32_t xiw_ksock_mss(struct xiw_ksock *l)
 {
 	if (l->mss == 1460)
 		llp_cache_mss(l);
 	return l->mss;
 }
 
-void xiw_llp_addrs(struct xiw_llp *l, struct sockaddr_storage *local,
+void xiw_ksock_addrs(struct xiw_ksock *l, struct sockaddr_storage *local,
 		   struct sockaddr_storage *peer)
 {
 	socklen_t len;
@@ -589,7 +591,7 @@ int xiw_ksock_connect(const struct sockaddr *src, const struct sockaddr *dst,
 		      struct xiw_llp **out)
 {
 	socklen_t dlen = xiw_ksock_sa_len(dst);
-	struct xiw_llp *l;
+	struct xiw_ksock *l;
 	int fd, err;
 
 	if (!dlen)
@@ -610,8 +612,8 @@ int xiw_ksock_connect(const struct sockaddr *src, const struct sockaddr *dst,
 		err = -ENOMEM;
 		goto close_fd;
 	}
-	*out = l;
-	xiw_llp_set_owner(l, cb, arg);	/* registers for EPOLLOUT */
+	*out = &l->base;
+	xiw_ksock_set_owner(l, cb, arg);	/* registers for EPOLLOUT */
 	return 0;
 close_fd:
 	close(fd);
@@ -621,7 +623,7 @@ close_fd:
 static void listener_accept_one(struct xiw_ksock_listener *ls, int fd)
 {
 	int one = 1;
-	struct xiw_llp *l;
+	struct xiw_ksock *l;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	l = llp_new(fd, false);
@@ -631,7 +633,7 @@ static void listener_accept_one(struct xiw_ksock_listener *ls, int fd)
 		return;
 	}
 	llp_cache_mss(l);
-	ls->fn(ls->arg, l);
+	ls->fn(ls->arg, &l->base);
 }
 
 static void listener_event(void *p, uint32_t ev)

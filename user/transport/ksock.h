@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ksock (internal): create struct xiw_llp connections on kernel TCP
- * sockets. The CM uses these to open, listen and accept; everything after
- * that goes through the generic calls in llp.h.
+ * ksock (internal): struct xiw_llp connections on kernel TCP sockets.
+ * llp.c uses these to open, listen and accept; everything after that goes
+ * through the generic calls in llp.h, which reach the xiw_ksock_*()
+ * functions below through xiw_ksock_ops (ksock_ops.c).
  */
 #ifndef XIW_KSOCK_H
 #define XIW_KSOCK_H
@@ -12,6 +13,12 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include "llp.h"
+
+/* the connection (ksock.c); its first member is the generic struct xiw_llp */
+struct xiw_ksock;
+
+/** xiw_ksock_ops - the ops table of every ksock connection (ksock_ops.c). */
+extern const struct xiw_llp_ops xiw_ksock_ops;
 
 /**
  * xiw_ksock_connect() - start a non-blocking TCP connect to @dst (from
@@ -33,7 +40,7 @@ struct xiw_ksock_listener;
  * thread). @l has no owner and gets no upcalls until xiw_llp_set_owner();
  * the callee owns it (xiw_llp_close() to refuse it).
  */
-typedef void (*xiw_ksock_accept_fn)(void *arg, struct xiw_llp *l);
+typedef xiw_llp_accept_fn xiw_ksock_accept_fn;
 
 /**
  * xiw_ksock_listen() - listen on @addr (port 0: kernel picks) with
@@ -75,13 +82,46 @@ struct xiw_ksock_zc {
 };
 
 /** xiw_ksock_zc() - the connection's zero-copy state. */
-struct xiw_ksock_zc *xiw_ksock_zc(struct xiw_llp *l);
+struct xiw_ksock_zc *xiw_ksock_zc(struct xiw_ksock *l);
 /** xiw_ksock_zc_reap() - read zero-copy notifications off the error
  *  queue (progress thread, on EPOLLERR). */
-void xiw_ksock_zc_reap(struct xiw_llp *l);
+void xiw_ksock_zc_reap(struct xiw_ksock *l);
 
 /** xiw_ksock_fd() - the connection's socket (for ksock's own helpers). */
-int xiw_ksock_fd(const struct xiw_llp *l);
+int xiw_ksock_fd(const struct xiw_ksock *l);
+
+/** xiw_ksock_of() - the ksock connection behind a generic handle. */
+static inline struct xiw_ksock *xiw_ksock_of(struct xiw_llp *l)
+{
+	return (struct xiw_ksock *)l;	/* base is the first member */
+}
+
+/*
+ * The seam's calls on ksock (semantics: llp.h, the wrapper of the same
+ * name without the ksock prefix). ksock.c, ksock_ack.c, ksock_zc.c.
+ */
+void xiw_ksock_set_owner(struct xiw_ksock *l, const struct xiw_llp_cb *cb, void *arg);
+ssize_t xiw_ksock_send(struct xiw_ksock *l, const struct iovec *iov, int n, bool more);
+ssize_t xiw_ksock_recv(struct xiw_ksock *l, struct iovec *iov, int n);
+void xiw_ksock_want_write(struct xiw_ksock *l, bool on);
+void xiw_ksock_pause_read(struct xiw_ksock *l, bool paused);
+void xiw_ksock_app_read(struct xiw_ksock *l, bool on);
+int xiw_ksock_shutdown(struct xiw_ksock *l);
+void xiw_ksock_abort(struct xiw_ksock *l);
+void xiw_ksock_close(struct xiw_ksock *l);
+int xiw_ksock_poll_fd(struct xiw_ksock *l);
+uint32_t xiw_ksock_mss(struct xiw_ksock *l);
+void xiw_ksock_addrs(struct xiw_ksock *l, struct sockaddr_storage *local,
+		     struct sockaddr_storage *peer);
+int xiw_ksock_ack_state(struct xiw_ksock *l, uint32_t *una, uint32_t *outq);
+int xiw_ksock_ack_trace(struct xiw_ksock *l, uint64_t cookie);
+int xiw_ksock_ack_arm(struct xiw_ksock *l, uint32_t target);
+bool xiw_ksock_zc_usable(struct xiw_ksock *l);
+ssize_t xiw_ksock_send_zc(struct xiw_ksock *l, const struct iovec *iov, int n,
+			  uint32_t *id, bool *zc);
+bool xiw_ksock_zc_released(struct xiw_ksock *l, uint32_t id);
+bool xiw_ksock_zc_outstanding(struct xiw_ksock *l);
+int xiw_ksock_zc_quiesce(struct xiw_ksock *l, unsigned int max_ms);
 
 /*
  * Open connections, for the exit linger (ksock_linger.c): the time of

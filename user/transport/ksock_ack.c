@@ -31,7 +31,7 @@
 
 #define ACK_STATE_TRIES 8
 
-int xiw_llp_poll_fd(struct xiw_llp *l)
+int xiw_ksock_poll_fd(struct xiw_ksock *l)
 {
 	return xiw_ksock_fd(l);
 }
@@ -61,13 +61,13 @@ static int bytes_acked(int fd, uint64_t *out)
 }
 
 /**
- * xiw_llp_ack_state() - one consistent reading of the send state.
+ * xiw_ksock_ack_state() - one consistent reading of the send state.
  * @una:  acknowledged-bytes count (tcpi_bytes_acked mod 2^32).
  * @outq: bytes written but not yet acknowledged (SIOCOUTQ).
  * Callers hold the connection's send lock (no write in between).
  * Return: 0, -EAGAIN if ACKs kept racing the reads, other -errno.
  */
-int xiw_llp_ack_state(struct xiw_llp *l, uint32_t *una, uint32_t *outq)
+int xiw_ksock_ack_state(struct xiw_ksock *l, uint32_t *una, uint32_t *outq)
 {
 	int fd = xiw_ksock_fd(l);
 	uint32_t q1 = 0, q2 = 0;
@@ -92,14 +92,14 @@ int xiw_llp_ack_state(struct xiw_llp *l, uint32_t *una, uint32_t *outq)
 }
 
 /**
- * xiw_llp_ack_trace() - have the sockops program watch this connection
+ * xiw_ksock_ack_trace() - have the sockops program watch this connection
  * (needs the tracer loaded: root, cgroup v2). Never waits for a load in
  * progress. @cookie: returned in its events.
  * Return: 0; -EINPROGRESS while the tracer is still loading (poll, try
  * again later); -ENOENT: connected before the tracer was attached, no
  * events will come for it (poll); other -errno: no tracer (poll).
  */
-int xiw_llp_ack_trace(struct xiw_llp *l, uint64_t cookie)
+int xiw_ksock_ack_trace(struct xiw_ksock *l, uint64_t cookie)
 {
 	int ret = xiw_sockops_peek();
 
@@ -109,13 +109,13 @@ int xiw_llp_ack_trace(struct xiw_llp *l, uint64_t cookie)
 }
 
 /**
- * xiw_llp_ack_arm() - one sockops event when the acknowledged-bytes count
+ * xiw_ksock_ack_arm() - one sockops event when the acknowledged-bytes count
  * reaches @target (mod 2^32). The program compares the same counter
  * (bpf_sock_ops.bytes_acked is tcpi_bytes_acked), so this is one map
  * update: no offset, no need to have seen an ACK first.
  * Return: 0, or -errno (-ENOENT: not traced).
  */
-int xiw_llp_ack_arm(struct xiw_llp *l, uint32_t target)
+int xiw_ksock_ack_arm(struct xiw_ksock *l, uint32_t target)
 {
 	return xiw_sockops_arm(xiw_ksock_fd(l), target);
 }

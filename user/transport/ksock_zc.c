@@ -12,7 +12,7 @@
  * test-only XIW_ZCOPY_FORCE=1 keeps it on, so veth can exercise it).
  *
  * A buffer goes back to the application only once a notification covers
- * it, whatever the outcome of its WR: xiw_llp_zc_quiesce() is what makes
+ * it, whatever the outcome of its WR: xiw_ksock_zc_quiesce() is what makes
  * that possible when a connection fails with zero-copy sends outstanding.
  */
 #include <errno.h>
@@ -38,7 +38,7 @@ static bool id_reached(uint32_t done, uint32_t id)
 	return (int32_t)(done - (id + 1)) >= 0;	/* done > id, mod 2^32 */
 }
 
-bool xiw_llp_zc_usable(struct xiw_llp *l)
+bool xiw_ksock_zc_usable(struct xiw_ksock *l)
 {
 	struct xiw_ksock_zc *z = xiw_ksock_zc(l);
 	bool ok;
@@ -64,7 +64,7 @@ static bool zc_force(void)
 	return v;
 }
 
-bool xiw_llp_zc_released(struct xiw_llp *l, uint32_t id)
+bool xiw_ksock_zc_released(struct xiw_ksock *l, uint32_t id)
 {
 	struct xiw_ksock_zc *z = xiw_ksock_zc(l);
 	bool ok;
@@ -76,7 +76,7 @@ bool xiw_llp_zc_released(struct xiw_llp *l, uint32_t id)
 }
 
 /* z->lock held: switch SO_ZEROCOPY on. Return: usable. */
-static bool zc_enable(struct xiw_llp *l, struct xiw_ksock_zc *z)
+static bool zc_enable(struct xiw_ksock *l, struct xiw_ksock_zc *z)
 {
 	int one = 1;
 
@@ -93,7 +93,7 @@ static bool zc_enable(struct xiw_llp *l, struct xiw_ksock_zc *z)
 	return true;
 }
 
-ssize_t xiw_llp_send_zc(struct xiw_llp *l, const struct iovec *iov, int n,
+ssize_t xiw_ksock_send_zc(struct xiw_ksock *l, const struct iovec *iov, int n,
 			uint32_t *id, bool *zc)
 {
 	struct xiw_ksock_zc *z = xiw_ksock_zc(l);
@@ -104,7 +104,7 @@ ssize_t xiw_llp_send_zc(struct xiw_llp *l, const struct iovec *iov, int n,
 	pthread_mutex_lock(&z->lock);
 	if (!zc_enable(l, z)) {
 		pthread_mutex_unlock(&z->lock);
-		return xiw_llp_send(l, iov, n, false);
+		return xiw_ksock_send(l, iov, n, false);
 	}
 	r = sendmsg(xiw_ksock_fd(l), &msg,
 		    MSG_DONTWAIT | MSG_NOSIGNAL | MSG_ZEROCOPY);
@@ -116,7 +116,7 @@ ssize_t xiw_llp_send_zc(struct xiw_llp *l, const struct iovec *iov, int n,
 	if (r >= 0)
 		return r;
 	if (errno == ENOBUFS)	/* optmem full of notifications: copy now */
-		return xiw_llp_send(l, iov, n, false);
+		return xiw_ksock_send(l, iov, n, false);
 	return errno == EWOULDBLOCK ? -EAGAIN : -errno;
 }
 
@@ -151,7 +151,7 @@ static void zc_release(struct xiw_ksock_zc *z, uint32_t lo, uint32_t hi)
 }
 
 /* One error-queue message. Return: false when the queue is empty. */
-static bool zc_reap_one(struct xiw_llp *l, struct xiw_ksock_zc *z)
+static bool zc_reap_one(struct xiw_ksock *l, struct xiw_ksock_zc *z)
 {
 	char ctl[128];
 	struct msghdr msg = { .msg_control = ctl, .msg_controllen = sizeof(ctl) };
@@ -177,7 +177,7 @@ static bool zc_reap_one(struct xiw_llp *l, struct xiw_ksock_zc *z)
 	return true;
 }
 
-void xiw_ksock_zc_reap(struct xiw_llp *l)
+void xiw_ksock_zc_reap(struct xiw_ksock *l)
 {
 	struct xiw_ksock_zc *z = xiw_ksock_zc(l);
 
@@ -185,7 +185,7 @@ void xiw_ksock_zc_reap(struct xiw_llp *l)
 		;
 }
 
-bool xiw_llp_zc_outstanding(struct xiw_llp *l)
+bool xiw_ksock_zc_outstanding(struct xiw_ksock *l)
 {
 	struct xiw_ksock_zc *z = xiw_ksock_zc(l);
 	bool any;
@@ -205,7 +205,7 @@ bool xiw_llp_zc_outstanding(struct xiw_llp *l)
  * call). Clones still queued below TCP (qdisc, driver ring) release
  * their pages when those free them, and only then is the id notified.
  */
-static void zc_abort(struct xiw_llp *l)
+static void zc_abort(struct xiw_ksock *l)
 {
 	struct sockaddr sa = { .sa_family = AF_UNSPEC };
 
@@ -215,7 +215,7 @@ static void zc_abort(struct xiw_llp *l)
 }
 
 /**
- * xiw_llp_zc_quiesce() - the connection is failing with zero-copy sends
+ * xiw_ksock_zc_quiesce() - the connection is failing with zero-copy sends
  * the kernel has not released: abort it (RST; nothing more is sent) and
  * reap the error queue until every zero-copy call is notified, waiting at
  * most @max_ms milliseconds (sleeping 50 us, doubling to 1 ms). The fd
@@ -225,17 +225,17 @@ static void zc_abort(struct xiw_llp *l)
  * connection is aborted in the second case), -ETIMEDOUT (ids still held:
  * their buffers may still be read by the kernel).
  */
-int xiw_llp_zc_quiesce(struct xiw_llp *l, unsigned int max_ms)
+int xiw_ksock_zc_quiesce(struct xiw_ksock *l, unsigned int max_ms)
 {
 	uint64_t end = xiw_now_ns() + (uint64_t)max_ms * 1000000ull;
 	long nap_ns = 50 * 1000;
 
-	if (!xiw_llp_zc_outstanding(l))
+	if (!xiw_ksock_zc_outstanding(l))
 		return 0;
 	zc_abort(l);
 	for (;;) {
 		xiw_ksock_zc_reap(l);
-		if (!xiw_llp_zc_outstanding(l))
+		if (!xiw_ksock_zc_outstanding(l))
 			return 0;
 		if (xiw_now_ns() >= end)
 			return -ETIMEDOUT;

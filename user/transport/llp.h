@@ -1,13 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The lower-layer protocol (LLP) seam: what the engine asks of a byte-stream
- * transport. ksock.c implements it on a non-blocking kernel TCP socket
- * driven by the engine's progress thread (epoll); a later xsk transport
- * (AF_XDP + user-space TCP) implements the same calls.
+ * transport, as an ops table (struct xiw_llp_ops). Two transports live
+ * behind it in one library:
+ *   - ksock (ksock*.c): a non-blocking kernel TCP socket driven by the
+ *     engine's progress thread (epoll);
+ *   - xsk (xsk*.c): an AF_XDP socket per interface/RX queue with xiwarp's
+ *     own user-space TCP (utcp/), driven by the same progress thread.
+ * The engine holds a struct xiw_llp * and calls the xiw_llp_*() wrappers
+ * below; it never knows which transport a connection uses. Connections
+ * are made with xiw_llp_connect()/xiw_llp_listen() (llp.c), which pick the
+ * transport (XIW_TRANSPORT=ksock|xsk, see llp.c).
  *
  * Threads: xiw_llp_send() may be called from any thread but callers
- * serialise sends per connection (the QP's TX lock). xiw_llp_recv() and the
- * upcalls run on the progress thread only.
+ * serialise sends per connection (the QP's TX lock). xiw_llp_recv() runs
+ * on the progress thread or on an app thread polling the QP's CQ, never two
+ * at a time per connection (the QP's RX lock); the upcalls run on the
+ * progress thread only.
  */
 #ifndef XIW_LLP_H
 #define XIW_LLP_H
@@ -35,93 +44,287 @@ struct xiw_llp_cb {
 	void (*closed)(void *arg, int err);
 };
 
-/** xiw_llp_set_owner() - route upcalls to @cb/@arg (atomically switches owner). */
-void xiw_llp_set_owner(struct xiw_llp *l, const struct xiw_llp_cb *cb, void *arg);
+/**
+ * struct xiw_llp_ops - one transport's implementation of the seam. Every
+ * member is mandatory; the semantics are those of the xiw_llp_*() wrapper
+ * of the same name below.
+ * @name: "ksock", "xsk" (logs, xiw_llp_name()).
+ * @ack_events: the transport sees every ACK itself (utcp): tracing ACKs
+ *              costs nothing, so the engine arms watermarks even for
+ *              zero-copy WRs in copy-completion mode instead of polling.
+ */
+struct xiw_llp_ops {
+	const char *name;
+	bool ack_events;
+	void (*set_owner)(struct xiw_llp *l, const struct xiw_llp_cb *cb, void *arg);
+	ssize_t (*send)(struct xiw_llp *l, const struct iovec *iov, int n, bool more);
+	ssize_t (*recv)(struct xiw_llp *l, struct iovec *iov, int n);
+	void (*want_write)(struct xiw_llp *l, bool on);
+	void (*pause_read)(struct xiw_llp *l, bool paused);
+	void (*app_read)(struct xiw_llp *l, bool on);
+	int (*shutdown)(struct xiw_llp *l);
+	void (*abort)(struct xiw_llp *l);
+	void (*close)(struct xiw_llp *l);
+	int (*poll_fd)(struct xiw_llp *l);
+	uint32_t (*mss)(struct xiw_llp *l);
+	void (*addrs)(struct xiw_llp *l, struct sockaddr_storage *local,
+		      struct sockaddr_storage *peer);
+	int (*ack_state)(struct xiw_llp *l, uint32_t *una, uint32_t *outq);
+	int (*ack_trace)(struct xiw_llp *l, uint64_t cookie);
+	int (*ack_arm)(struct xiw_llp *l, uint32_t target);
+	bool (*zc_usable)(struct xiw_llp *l);
+	ssize_t (*send_zc)(struct xiw_llp *l, const struct iovec *iov, int n,
+			   uint32_t *id, bool *zc);
+	bool (*zc_released)(struct xiw_llp *l, uint32_t id);
+	bool (*zc_outstanding)(struct xiw_llp *l);
+	int (*zc_quiesce)(struct xiw_llp *l, unsigned int max_ms);
+};
 
 /**
- * xiw_llp_send() - send @iov without blocking (sendmsg MSG_DONTWAIT|MSG_NOSIGNAL).
+ * struct xiw_llp - the generic connection handle: the first member of each
+ * transport's own connection struct (container_of gets back to it).
+ * @ops: the transport's table.
+ */
+struct xiw_llp {
+	const struct xiw_llp_ops *ops;
+};
+
+/** xiw_llp_name() - the connection's transport ("ksock", "xsk"). */
+static inline const char *xiw_llp_name(const struct xiw_llp *l)
+{
+	return l->ops->name;
+}
+
+/** xiw_llp_set_owner() - route upcalls to @cb/@arg (atomically switches owner). */
+static inline void xiw_llp_set_owner(struct xiw_llp *l,
+				     const struct xiw_llp_cb *cb, void *arg)
+{
+	l->ops->set_owner(l, cb, arg);
+}
+
+/**
+ * xiw_llp_send() - send @iov without blocking. The bytes are taken (copied
+ * or sent) before it returns: @iov may be reused at once.
  * @more: more FPDUs follow immediately (MSG_MORE).
  * Return: bytes accepted (may be short), -EAGAIN if none, or -errno.
  */
-ssize_t xiw_llp_send(struct xiw_llp *l, const struct iovec *iov, int n, bool more);
+static inline ssize_t xiw_llp_send(struct xiw_llp *l, const struct iovec *iov,
+				   int n, bool more)
+{
+	return l->ops->send(l, iov, n, more);
+}
 
 /**
  * xiw_llp_recv() - receive into @iov without blocking.
  * Return: bytes (> 0), 0 on orderly EOF, -EAGAIN, or -errno.
  */
-ssize_t xiw_llp_recv(struct xiw_llp *l, struct iovec *iov, int n);
+static inline ssize_t xiw_llp_recv(struct xiw_llp *l, struct iovec *iov, int n)
+{
+	return l->ops->recv(l, iov, n);
+}
 
 /** xiw_llp_want_write() - ask for (or cancel) one @writable upcall. */
-void xiw_llp_want_write(struct xiw_llp *l, bool on);
+static inline void xiw_llp_want_write(struct xiw_llp *l, bool on)
+{
+	l->ops->want_write(l, on);
+}
+
 /** xiw_llp_pause_read() - stop (true) / resume (false) @readable upcalls
  *  (no receive buffer posted: TCP flow control pushes back on the peer). */
-void xiw_llp_pause_read(struct xiw_llp *l, bool paused);
+static inline void xiw_llp_pause_read(struct xiw_llp *l, bool paused)
+{
+	l->ops->pause_read(l, paused);
+}
+
 /** xiw_llp_app_read() - the owner reads from its own threads (true): no
  *  @readable upcalls, as if paused, until called with false. */
-void xiw_llp_app_read(struct xiw_llp *l, bool on);
+static inline void xiw_llp_app_read(struct xiw_llp *l, bool on)
+{
+	l->ops->app_read(l, on);
+}
 
 /** xiw_llp_shutdown() - half-close our side (FIN) after queued data. */
-int xiw_llp_shutdown(struct xiw_llp *l);
-/** xiw_llp_abort() - reset the connection (RST via SO_LINGER 0). */
-void xiw_llp_abort(struct xiw_llp *l);
+static inline int xiw_llp_shutdown(struct xiw_llp *l)
+{
+	return l->ops->shutdown(l);
+}
+
+/** xiw_llp_abort() - reset the connection (RST). No further upcalls. */
+static inline void xiw_llp_abort(struct xiw_llp *l)
+{
+	l->ops->abort(l);
+}
+
 /** xiw_llp_close() - unregister from the progress thread, close and free.
  *  Unless aborted, bytes the peer sent and nobody read are dropped first,
  *  so the close sends FIN, not RST. After it returns no upcall for @l is
- *  running or will run. */
-void xiw_llp_close(struct xiw_llp *l);
+ *  running or will run. NULL: no-op. */
+static inline void xiw_llp_close(struct xiw_llp *l)
+{
+	if (l)
+		l->ops->close(l);
+}
 
 /** xiw_llp_poll_fd() - an fd that polls EPOLLOUT when send space is back
  *  (the datamover's own epoll set, seed 003). */
-int xiw_llp_poll_fd(struct xiw_llp *l);
+static inline int xiw_llp_poll_fd(struct xiw_llp *l)
+{
+	return l->ops->poll_fd(l);
+}
+
 /** xiw_llp_mss() - the connection's TCP MSS (bytes), for FPDU sizing. */
-uint32_t xiw_llp_mss(struct xiw_llp *l);
-/** xiw_llp_addrs() - local and peer address. */
-void xiw_llp_addrs(struct xiw_llp *l, struct sockaddr_storage *local,
-		   struct sockaddr_storage *peer);
+static inline uint32_t xiw_llp_mss(struct xiw_llp *l)
+{
+	return l->ops->mss(l);
+}
+
+/** xiw_llp_addrs() - local and peer address (either may be NULL). */
+static inline void xiw_llp_addrs(struct xiw_llp *l, struct sockaddr_storage *local,
+				 struct sockaddr_storage *peer)
+{
+	l->ops->addrs(l, local, peer);
+}
 
 /*
- * Send state for ACK completions (seed 000; ksock: ksock_ack.c).
- * The acknowledged-bytes count is snd_una in a byte-count space (mod 2^32).
+ * Send state for ACK completions (seed 000; ksock: ksock_ack.c, xsk:
+ * utcp's snd_una). The acknowledged-bytes count is snd_una in a byte-count
+ * space (mod 2^32).
  */
 /** xiw_llp_ack_state() - consistent (@una, @outq = unacked bytes queued);
  *  send lock held. Return: 0 or -errno. */
-int xiw_llp_ack_state(struct xiw_llp *l, uint32_t *una, uint32_t *outq);
-/** xiw_llp_ack_trace() - trace this connection's ACKs (sockops);
- *  Return: 0, or -errno when unavailable (poll instead). */
-int xiw_llp_ack_trace(struct xiw_llp *l, uint64_t cookie);
+static inline int xiw_llp_ack_state(struct xiw_llp *l, uint32_t *una,
+				    uint32_t *outq)
+{
+	return l->ops->ack_state(l, una, outq);
+}
+
+/** xiw_llp_ack_trace() - push an event for this connection's ACKs (ksock:
+ *  sockops; xsk: native). Return: 0, or -errno when unavailable (poll
+ *  instead). */
+static inline int xiw_llp_ack_trace(struct xiw_llp *l, uint64_t cookie)
+{
+	return l->ops->ack_trace(l, cookie);
+}
+
 /** xiw_llp_ack_arm() - one trace event once the acknowledged-bytes count
  *  reaches @target (may come early). Return: 0 or -errno (poll instead). */
-int xiw_llp_ack_arm(struct xiw_llp *l, uint32_t target);
+static inline int xiw_llp_ack_arm(struct xiw_llp *l, uint32_t target)
+{
+	return l->ops->ack_arm(l, target);
+}
 
 /*
- * Zero-copy sends (MSG_ZEROCOPY; ksock: ksock_zc.c). The kernel keeps
- * referencing the pages until it releases them (after the peer's ACK);
- * each zero-copy send call gets an id, released ids are reported.
+ * Zero-copy sends (ksock: MSG_ZEROCOPY, ksock_zc.c; xsk: payload framed
+ * from the caller's buffers on every (re)transmission, xsk_tx.c). The
+ * transport keeps referencing the payload until it releases it (after the
+ * peer's ACK); each zero-copy send call gets an id, released ids are
+ * reported.
  */
-/** xiw_llp_zc_usable() - zero-copy may be tried on this connection (not
- *  switched off after the kernel copied anyway). */
-bool xiw_llp_zc_usable(struct xiw_llp *l);
+/** xiw_llp_zc_usable() - zero-copy may be tried on this connection. */
+static inline bool xiw_llp_zc_usable(struct xiw_llp *l)
+{
+	return l->ops->zc_usable(l);
+}
+
 /**
- * xiw_llp_send_zc() - like xiw_llp_send() with MSG_ZEROCOPY. @id: out,
- * the call's notification id when bytes were accepted. Falls back to a
- * plain send (*id unchanged, Return as xiw_llp_send) when zero-copy is
- * not possible. Return: bytes, -EAGAIN, -errno.
+ * xiw_llp_send_zc() - like xiw_llp_send(), but the payload is referenced,
+ * not copied. @id: out, the call's notification id when bytes were
+ * accepted; @zc: out, true if it was a zero-copy call. Falls back to a
+ * plain send (*id unchanged, *zc false) when zero-copy is not possible.
+ * Return: bytes, -EAGAIN, -errno.
  */
-ssize_t xiw_llp_send_zc(struct xiw_llp *l, const struct iovec *iov, int n,
-			uint32_t *id, bool *zc);
-/** xiw_llp_zc_released() - the kernel released the pages of zero-copy
- *  call @id (and of every earlier one). */
-bool xiw_llp_zc_released(struct xiw_llp *l, uint32_t id);
-/** xiw_llp_zc_outstanding() - some zero-copy call's pages are not yet
- *  released by the kernel. */
-bool xiw_llp_zc_outstanding(struct xiw_llp *l);
+static inline ssize_t xiw_llp_send_zc(struct xiw_llp *l, const struct iovec *iov,
+				      int n, uint32_t *id, bool *zc)
+{
+	return l->ops->send_zc(l, iov, n, id, zc);
+}
+
+/** xiw_llp_zc_released() - the transport released the payload of
+ *  zero-copy call @id (and of every earlier one). */
+static inline bool xiw_llp_zc_released(struct xiw_llp *l, uint32_t id)
+{
+	return l->ops->zc_released(l, id);
+}
+
+/** xiw_llp_zc_outstanding() - some zero-copy call's payload is still
+ *  referenced. */
+static inline bool xiw_llp_zc_outstanding(struct xiw_llp *l)
+{
+	return l->ops->zc_outstanding(l);
+}
+
 /**
- * xiw_llp_zc_quiesce() - before failing WRs whose pages the kernel may
- * still hold: abort the connection (RST, nothing more sent; the fd stays
- * open) and wait up to @max_ms for every zero-copy release notification.
- * Nothing outstanding: does nothing. Send lock held.
- * Return: 0, or -ETIMEDOUT (some pages still held).
+ * xiw_llp_zc_quiesce() - before failing WRs whose payload the transport may
+ * still reference: abort the connection (RST, nothing more sent) and wait
+ * up to @max_ms for every zero-copy release. Nothing outstanding: does
+ * nothing. Send lock held.
+ * Return: 0, or -ETIMEDOUT (some payload still referenced).
  */
-int xiw_llp_zc_quiesce(struct xiw_llp *l, unsigned int max_ms);
+static inline int xiw_llp_zc_quiesce(struct xiw_llp *l, unsigned int max_ms)
+{
+	return l->ops->zc_quiesce(l, max_ms);
+}
+
+/*
+ * Engine services for transports.
+ */
+
+/**
+ * xiw_llp_set_ack_wake() - the engine's "an armed ACK watermark
+ * (xiw_llp_ack_arm) was reached: complete the WRs now" (xiw_txack.c),
+ * registered rather than linked, so the transports need no engine object.
+ */
+void xiw_llp_set_ack_wake(void (*fn)(void));
+/** xiw_llp_ack_wake() - call it (transports; any thread, no transport
+ *  lock held). No engine registered: nothing (the engine polls). */
+void xiw_llp_ack_wake(void);
+
+/*
+ * Making connections (llp.c): the transport is chosen here.
+ */
+
+/**
+ * xiw_llp_connect() - start a non-blocking TCP connect to @dst (from @src
+ * if non-NULL; its port may be 0) over the transport selected for @dst.
+ * Completion is the FIRST @cb->writable upcall (connected; want_write is
+ * not needed for it); failure is @cb->closed with -ECONNREFUSED,
+ * -ETIMEDOUT, -EHOSTUNREACH, ... Upcalls run on the progress thread.
+ * @out: the new llp; close it with xiw_llp_close() in every case.
+ * Return: 0, or -errno if the connect failed immediately (no llp made).
+ */
+int xiw_llp_connect(const struct sockaddr *src, const struct sockaddr *dst,
+		    const struct xiw_llp_cb *cb, void *arg, struct xiw_llp **out);
+
+struct xiw_llp_listener;
+
+/**
+ * typedef xiw_llp_accept_fn - a connection was accepted (progress thread).
+ * @l has no owner and gets no upcalls until xiw_llp_set_owner(); the callee
+ * owns it (xiw_llp_close() to refuse it).
+ */
+typedef void (*xiw_llp_accept_fn)(void *arg, struct xiw_llp *l);
+
+/**
+ * xiw_llp_listen() - listen on @addr (port 0: the kernel picks) with
+ * SO_REUSEADDR, so the same port can be bound again right after close.
+ * A kernel TCP listener always exists (it also reserves the port); with
+ * XIW_TRANSPORT=xsk the port is registered as well on every interface
+ * with the xiwarp XDP program that @addr covers, whose SYNs then reach the
+ * xsk transport instead.
+ * @bound: out (may be NULL): the bound address with its port.
+ * Return: 0 or -errno (-EADDRINUSE, -EADDRNOTAVAIL, -EAFNOSUPPORT, ...).
+ */
+int xiw_llp_listen(const struct sockaddr *addr, int backlog,
+		   xiw_llp_accept_fn fn, void *arg,
+		   struct xiw_llp_listener **out, struct sockaddr_storage *bound);
+
+/**
+ * xiw_llp_listener_close() - stop listening and free. After it returns no
+ * accept callback is running or will run. NULL: no-op.
+ */
+void xiw_llp_listener_close(struct xiw_llp_listener *ls);
+
+/** xiw_llp_sa_len() - sockaddr length for @sa's family (0 if unknown). */
+socklen_t xiw_llp_sa_len(const struct sockaddr *sa);
 
 #endif /* XIW_LLP_H */

@@ -219,6 +219,20 @@ void utcp_recved(struct utcp_conn *c, uint32_t len, uint64_t now)
 	(void)now;
 }
 
+void utcp_push(struct utcp_conn *c, uint64_t now)
+{
+	if (c->state >= UTCP_ESTABLISHED && c->state != UTCP_TIME_WAIT)
+		utcp_output(c, now);
+}
+
+void utcp_ack_now(struct utcp_conn *c, uint64_t now)
+{
+	if (c->state < UTCP_ESTABLISHED || c->state == UTCP_TIME_WAIT)
+		return;
+	if (c->t_delack || c->segs_unacked || c->ack_now)
+		utcp_send_ack(c, now);
+}
+
 int utcp_close(struct utcp_conn *c, uint64_t now)
 {
 	switch (c->state) {

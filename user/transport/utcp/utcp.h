@@ -188,6 +188,8 @@ struct utcp_info {
 	uint64_t csum_errors, bad_segs, paws_drops, challenge_acks;
 	uint64_t challenge_acks_limited;	/* not sent: over the limit */
 	uint64_t ooo_segs, ooo_drops;
+	uint64_t tlp_sent;		/* tail loss probes (RFC 8985 §7) */
+	uint64_t lost_rtx;		/* retransmissions found lost by SACK */
 	unsigned int sack_blocks;	/* scoreboard ranges */
 };
 
@@ -224,6 +226,17 @@ uint32_t utcp_send_space(const struct utcp_conn *c);
 /** utcp_recved() - the owner consumed @len delivered bytes: reopen the
  *  receive window (sends a window update when it grew enough). */
 void utcp_recved(struct utcp_conn *c, uint32_t len, uint64_t now);
+/**
+ * utcp_push() - transmit what the windows allow now: the owner's @fill
+ * refused a segment earlier (no transmit buffer) and has room again.
+ */
+void utcp_push(struct utcp_conn *c, uint64_t now);
+/**
+ * utcp_ack_now() - send a delayed ACK at once (the owner drained what it
+ * received and a peer that completes sends on ACKs should not wait for
+ * the delayed-ACK timer). Nothing owed: does nothing.
+ */
+void utcp_ack_now(struct utcp_conn *c, uint64_t now);
 /** utcp_close() - no more data: send FIN after the queued bytes
  *  (RFC 9293 §3.10.4). Return: 0, or -ENOTCONN if already closing. */
 int utcp_close(struct utcp_conn *c, uint64_t now);

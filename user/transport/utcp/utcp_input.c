@@ -261,7 +261,9 @@ static void process_ack(struct utcp_conn *c, const struct utcp_seg *seg,
 	uint32_t wnd = (uint32_t)seg->wnd << c->snd_wscale;
 
 	if (seq_gt(ack, c->snd_una)) {
-		uint32_t dstart = seq_max(c->snd_una, c->iss + 1);
+		/* the SYN (at iss) carries no data; never compare with iss
+		 * itself: 2 GiB into the stream it is "ahead" in seq space */
+		uint32_t dstart = c->snd_una == c->iss ? c->iss + 1 : c->snd_una;
 		uint32_t dend = seq_min(ack, c->iss + 1 + (uint32_t)c->snd_queued);
 		uint32_t dacked = seq_gt(dend, dstart) ? dend - dstart : 0;
 		uint32_t acked = ack - c->snd_una;
@@ -309,6 +311,9 @@ static void process_ack(struct utcp_conn *c, const struct utcp_seg *seg,
 		for (int i = 0; i < o->nsack; i++)
 			utcp_sb_add(&c->sb, c->snd_una, c->snd_max,
 				    o->sack_start[i], o->sack_end[i]);
+	if (c->tlp_n && seq_geq(c->snd_una, c->tlp_high))
+		c->tlp_n = 0;	/* the probes' episode is over */
+	utcp_lost_rtx_check(c);
 	/* window update (RFC 9293 §3.10.7.4, SND.WL1/WL2) */
 	if (seq_lt(c->snd_wl1, seg->seq) ||
 	    (c->snd_wl1 == seg->seq && seq_leq(c->snd_wl2, ack))) {
@@ -329,8 +334,31 @@ static void process_ack(struct utcp_conn *c, const struct utcp_seg *seg,
 		c->high_rxt = c->snd_una;
 		c->lost_end = c->snd_una + smss;
 		c->st.fast_recoveries++;
+		c->t_tlp = 0;
 		c->cc->on_loss(c, now);
 	}
+	utcp_tlp_arm(c, now);
+}
+
+/*
+ * A retransmission of the first hole that is itself lost: data sent after
+ * it has been SACKed while snd_una still sits at the hole. Without this
+ * only the RTO would repair it (RFC 6675 never retransmits twice); Linux
+ * does the same (tcp_mark_lost_retrans). Resend from the first hole.
+ */
+void utcp_lost_rtx_check(struct utcp_conn *c)
+{
+	if (!c->rtx_una_set)
+		return;
+	if (c->snd_una != c->rtx_una_seq || (!c->in_recovery && !c->rto_recovery)) {
+		c->rtx_una_set = false;
+		return;
+	}
+	if (!c->sb.n || !seq_gt(c->sb.e[c->sb.n - 1], c->rtx_una_max))
+		return;
+	c->rtx_una_set = false;
+	c->high_rxt = c->snd_una;
+	c->st.lost_rtx++;
 }
 
 void utcp_segment_arrives(struct utcp_conn *c, const struct utcp_seg *seg,

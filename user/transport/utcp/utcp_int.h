@@ -112,6 +112,14 @@ struct utcp_conn {
 
 	/* timers: absolute ns, 0 = off */
 	uint64_t t_rto, t_delack, t_persist, t_tw;
+	uint64_t t_tlp;		/* tail loss probe (RFC 8985 §7) */
+	unsigned int tlp_n;	/* probes sent since the last progress */
+	uint32_t tlp_high;	/* snd_max when the last one was sent */
+	/* lost retransmission of the first hole: its retransmission left
+	 * when snd_max was @rtx_una_max; a SACK above that means it was
+	 * lost too (data sent after it arrived) */
+	bool rtx_una_set;
+	uint32_t rtx_una_seq, rtx_una_max;
 	unsigned int persist_backoff;
 
 	/* ACK generation */
@@ -172,6 +180,8 @@ void utcp_segment_arrives(struct utcp_conn *c, const struct utcp_seg *seg,
 /* utcp_timer.c */
 void utcp_rtt_sample(struct utcp_conn *c, uint64_t rtt);
 void utcp_rto_arm(struct utcp_conn *c, uint64_t now);
+void utcp_tlp_arm(struct utcp_conn *c, uint64_t now);
+void utcp_lost_rtx_check(struct utcp_conn *c);
 void utcp_timers_stop(struct utcp_conn *c);
 void utcp_enter_timewait(struct utcp_conn *c, uint64_t now);
 

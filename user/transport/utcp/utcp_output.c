@@ -203,6 +203,11 @@ int utcp_xmit(struct utcp_conn *c, uint32_t seq, uint32_t maxlen, bool rtx, uint
 	if (fin)
 		flags |= UTCP_FIN;
 	send_raw(c, seq, flags, opts, optlen, iov, niov, dlen);
+	if (rtx && seq == c->snd_una) {
+		c->rtx_una_set = true;
+		c->rtx_una_seq = seq;
+		c->rtx_una_max = c->snd_max;
+	}
 	if (rtx) {
 		c->st.segs_retrans++;
 		c->st.bytes_retrans += dlen;
@@ -313,6 +318,12 @@ void utcp_output(struct utcp_conn *c, uint64_t now)
 				break;
 			avail = seq_lt(c->snd_max, dend) ? dend - c->snd_max : 0;
 			room_c = c->cwnd > flight ? c->cwnd - flight : 0;
+			/* RFC 3042 limited transmit: the first two dup ACKs
+			 * each let one new segment out, so a small window
+			 * still gathers the dup ACKs that fast retransmit needs */
+			if (!recov && c->dupacks && c->dupacks < UTCP_DUPTHRESH &&
+			    flight <= c->cwnd + c->dupacks * smss)
+				room_c = c->cwnd + c->dupacks * smss - flight;
 			room_w = seq_gt(wend, c->snd_max) ? wend - c->snd_max : 0;
 			len = avail < smss ? avail : smss;
 			if (len > room_c)
@@ -356,4 +367,5 @@ void utcp_output(struct utcp_conn *c, uint64_t now)
 		utcp_send_ack(c, now);
 	if (c->snd_max == c->snd_una)
 		c->t_rto = 0;
+	utcp_tlp_arm(c, now);
 }
