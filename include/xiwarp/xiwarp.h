@@ -243,6 +243,14 @@ int xiw_qp_modify(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask);
 int xiw_qp_query(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask,
 		 struct ibv_qp_init_attr *init);
 /**
+ * xiw_qp_lookup() - the QP numbered @qpn of context @ctx (what the kernel's
+ * iw_cm finds with iw_get_qp(): rdma_connect/rdma_accept with no QP on the
+ * id and conn_param->qp_num set, e.g. `rping -q`). No reference is taken:
+ * the application owns the QP and must not destroy it meanwhile.
+ * Return: the QP, or NULL (no such QP, or one of another context).
+ */
+struct xiw_qp *xiw_qp_lookup(struct ibv_context *ctx, uint32_t qpn);
+/**
  * xiw_post_send() / xiw_post_recv() - post a WR chain. Never blocks.
  * The CQs are not checked: one smaller than the queue is allowed. A WR
  * starts (a send goes out, a message lands in a receive) only with a CQE

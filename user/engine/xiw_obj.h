@@ -485,6 +485,8 @@ struct xiw_qp {
 	pthread_mutex_t ref_lock;
 	pthread_cond_t ref_cond;
 	int refs;
+
+	struct xiw_qp *reg_next;	/* QP number registry (xiw_qp_lookup) */
 };
 
 /* ---- xiw_qp.c: state, completions, teardown helpers ---- */

@@ -17,6 +17,44 @@
 
 static atomic_uint qp_numbers = 0x100;
 
+/* Every live QP, for xiw_qp_lookup() (CM by QP number). */
+static pthread_mutex_t qp_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct xiw_qp *qp_reg;
+
+static void qp_reg_add(struct xiw_qp *qp)
+{
+	pthread_mutex_lock(&qp_reg_lock);
+	qp->reg_next = qp_reg;
+	qp_reg = qp;
+	pthread_mutex_unlock(&qp_reg_lock);
+}
+
+static void qp_reg_del(struct xiw_qp *qp)
+{
+	struct xiw_qp **pp;
+
+	pthread_mutex_lock(&qp_reg_lock);
+	for (pp = &qp_reg; *pp; pp = &(*pp)->reg_next)
+		if (*pp == qp) {
+			*pp = qp->reg_next;
+			break;
+		}
+	pthread_mutex_unlock(&qp_reg_lock);
+}
+
+/** xiw_qp_lookup() - see xiwarp.h. */
+struct xiw_qp *xiw_qp_lookup(struct ibv_context *ctx, uint32_t qpn)
+{
+	struct xiw_qp *qp;
+
+	pthread_mutex_lock(&qp_reg_lock);
+	for (qp = qp_reg; qp; qp = qp->reg_next)
+		if (qp->ibv.qp_num == qpn && (!ctx || qp->ibv.context == ctx))
+			break;
+	pthread_mutex_unlock(&qp_reg_lock);
+	return qp;
+}
+
 static uint32_t pow2_at_least(uint32_t n)
 {
 	uint32_t s = 1;
@@ -137,6 +175,7 @@ struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
 	xiw_pd_get(pd);
 	atomic_fetch_add(&qp->scq->nqp, 1);
 	atomic_fetch_add(&qp->rcq->nqp, 1);
+	qp_reg_add(qp);
 	return qp;
 }
 
@@ -408,7 +447,8 @@ static int qp_detach_locked(struct xiw_qp *qp, bool abort,
 
 /**
  * xiw_qp_modify() - verbs QP state machine.
- * Transitions: RESET->INIT, INIT->INIT/RTR, RTR->RTS, RTS->RTS, any->ERR
+ * Transitions: RESET->INIT, INIT->INIT/RTR, RTR->RTS, RTS->RTS, any->ERR;
+ * INIT/RTR asked of a connected (CM-attached) RTS QP are ignored, as siw does
  * (flush; a connected QP also closes its stream gracefully), any->RESET
  * (not while connected; queued WRs, also those whose flush WC still waits
  * for room in a full CQ, are dropped without completions).
@@ -426,7 +466,17 @@ int xiw_qp_modify(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask)
 	pthread_mutex_lock(&qp->tx_lock);
 	cur = atomic_load(&qp->state);
 	nxt = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
-	ret = qp_transition_ok(cur, nxt) ? 0 : -EINVAL;
+	/*
+	 * A QP the CM connected is RTS already; an application that drives
+	 * its own QP (rping -q: rdma_init_qp_attr + ibv_modify_qp after
+	 * ESTABLISHED) asks for INIT and RTR again. iWARP providers (siw)
+	 * ignore those states there; so do we.
+	 */
+	if (qp->attached && cur == IBV_QPS_RTS &&
+	    (nxt == IBV_QPS_INIT || nxt == IBV_QPS_RTR))
+		nxt = cur;
+	/* no IBV_QP_STATE: attributes only, in whatever state */
+	ret = nxt == cur || qp_transition_ok(cur, nxt) ? 0 : -EINVAL;
 	if (!ret && nxt == IBV_QPS_RESET && qp->attached)
 		ret = -EINVAL;
 	if (!ret)
@@ -838,6 +888,7 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 {
 	bool was_attached, kick_s, kick_r;
 
+	qp_reg_del(qp);		/* the CM finds it by number no more */
 	xiw_cm_qp_gone(qp);	/* a connect still setting up forgets @qp */
 	pthread_mutex_lock(&qp->tx_lock);
 	was_attached = qp->ever_attached;
