@@ -472,6 +472,55 @@ static void test_write_imm(void **state)
 	send_one(&cli, &srv, 100, 1, 1, 73);	/* SENDs still in sequence */
 }
 
+/*
+ * SEND_WITH_IMM: a SEND followed by an RFC 7306 Immediate Data message.
+ * Each consumes an RQ WR: the data as IBV_WC_RECV, then the immediate
+ * as IBV_WC_RECV with IBV_WC_WITH_IMM and no bytes. A WRITE_WITH_IMM
+ * after it still completes as RECV_RDMA_WITH_IMM.
+ */
+static void test_send_imm(void **state)
+{
+	struct ibv_sge sg = { (uintptr_t)cli.buf, 3000, cli.mr->ibv.lkey };
+	struct ibv_send_wr wr = { .wr_id = 91, .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_IMM,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .imm_data = htonl(0xabcdef01) }, *bad;
+	struct ibv_wc wc;
+
+	(void)state;
+	fill(cli.buf, 3000, 91);
+	memset(srv.buf + SINK, 0, 3000);
+	post_recv(&srv, 90, SINK, 4096, 1);
+	post_recv(&srv, 92, SINK + 8192, 64, 1);
+	assert_int_equal(xiw_post_send(cli.qp, &wr, &bad), 0);
+	expect_wc(cli.scq, 91, IBV_WC_SEND, 3000);
+	poll_wc(srv.rcq, &wc);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 90);
+	assert_int_equal(wc.opcode, IBV_WC_RECV);
+	assert_int_equal(wc.byte_len, 3000);
+	assert_false(wc.wc_flags & IBV_WC_WITH_IMM);
+	poll_wc(srv.rcq, &wc);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 92);
+	assert_int_equal(wc.opcode, IBV_WC_RECV);
+	assert_int_equal(wc.byte_len, 0);
+	assert_true(wc.wc_flags & IBV_WC_WITH_IMM);
+	assert_int_equal(ntohl(wc.imm_data), 0xabcdef01);
+	check_sink(&cli, &srv, 3000);
+	/* then a WRITE_WITH_IMM: recognised as such again */
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.wr_id = 93;
+	wr.wr.rdma.remote_addr = IOVA_BASE + SINK;
+	wr.wr.rdma.rkey = srv.mr->ibv.rkey;
+	post_recv(&srv, 94, SINK + 8192, 64, 1);
+	assert_int_equal(xiw_post_send(cli.qp, &wr, &bad), 0);
+	expect_wc(cli.scq, 93, IBV_WC_RDMA_WRITE, 3000);
+	poll_wc(srv.rcq, &wc);
+	assert_int_equal(wc.wr_id, 94);
+	assert_int_equal(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+}
+
 /* A SEND that never finds a receive: the receiver stops reading, then
  * gives up after XIW_RQ_WAIT_MS (set to 300 ms here) with TERMINATE. */
 static void test_rq_wait_timeout(void **state)
@@ -556,6 +605,7 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_inline_se, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_send_inv, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_imm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_send_imm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rq_wait_timeout, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_terminate, setup, teardown),

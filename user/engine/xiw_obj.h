@@ -370,6 +370,8 @@ struct xiw_rxstate {
 	uint32_t term_ctrl;
 	uint32_t tx_due;	/* READ requests/responses since the last push */
 	uint8_t imm[XIW_IMM_LEN];	/* Immediate Data being received */
+	bool write_seen;	/* a WRITE arrived since the last QN 0 message:
+				 * Immediate Data after it is WRITE_WITH_IMM */
 	struct xiw_rqe rqe;
 	uint8_t discard[1024];
 };

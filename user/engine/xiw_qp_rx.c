@@ -338,18 +338,24 @@ static void untagged_next(struct xiw_rxstate *r)
 	r->have_rqe = false;
 }
 
-/* Immediate Data done: the RQ WR completes as RECV_RDMA_WITH_IMM. */
+/*
+ * Immediate Data done (RFC 7306 §6: it consumes an RQ WR of its own).
+ * After a WRITE (WRITE_WITH_IMM) the WR completes as RECV_RDMA_WITH_IMM;
+ * otherwise (SEND_WITH_IMM: the SEND before it completed its own WR) as
+ * RECV with IBV_WC_WITH_IMM and byte_len 0.
+ */
 static int imm_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 {
 	struct xiw_rxstate *r = &qp->rxs;
 	struct ibv_wc wc = {
-		.opcode = IBV_WC_RECV_RDMA_WITH_IMM,
+		.opcode = r->write_seen ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
 		.wc_flags = IBV_WC_WITH_IMM,
 	};
 
 	r->mo += h->payload_len;
 	if (!h->last)
 		return 0;
+	r->write_seen = false;
 	memcpy(&wc.imm_data, r->imm, sizeof(wc.imm_data));
 	recv_complete(qp, &wc, h->opcode == XIW_OP_IMM_SE);
 	untagged_next(r);
@@ -369,6 +375,7 @@ static int send_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 		return 0;
 	if (inv && xiw_mr_invalidate(h->inval_stag, qp->pd))
 		return XIW_T_RDMAP_CANT_INVAL;
+	r->write_seen = false;
 	wc.opcode = IBV_WC_RECV;
 	wc.byte_len = r->mo;
 	wc.wc_flags = inv ? IBV_WC_WITH_INV : 0;
@@ -409,6 +416,7 @@ static int qp_done(void *arg, const struct xiw_fpdu_hdr *h)
 		rreq_done(qp, h);
 		return 0;
 	case XIW_OP_WRITE:
+		qp->rxs.write_seen |= h->last;
 		return 0;
 	case XIW_OP_IMM:
 	case XIW_OP_IMM_SE:
@@ -437,6 +445,7 @@ void xiw_rx_reset(struct xiw_qp *qp)
 	r->mo = 0;
 	r->have_rqe = false;
 	r->term_got = r->rtr_got = false;
+	r->write_seen = false;
 	r->tx_due = 0;
 	qp->rx_stop = false;
 	qp->rx_pend_term = qp->rx_pend_err = 0;

@@ -31,9 +31,10 @@ static int sqe_opcode_ok(const struct ibv_send_wr *wr)
 	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:	/* + RFC 7306 Immediate Data */
+	case IBV_WR_SEND_WITH_IMM:		/* + RFC 7306 Immediate Data */
 	case IBV_WR_RDMA_READ:
 		return 0;
-	default:	/* SEND_WITH_IMM has no iWARP message; atomics, MW: no */
+	default:	/* atomics, MW: no */
 		return -EINVAL;
 	}
 }
@@ -103,7 +104,8 @@ static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
 	e->rkey = wr->wr.rdma.rkey;
 	e->inv_stag = wr->opcode == IBV_WR_SEND_WITH_INV ? wr->invalidate_rkey : 0;
 	memset(e->imm, 0, sizeof(e->imm));
-	if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)	/* network order */
+	if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+	    wr->opcode == IBV_WR_SEND_WITH_IMM)	/* network order */
 		memcpy(e->imm, &wr->imm_data, sizeof(wr->imm_data));
 	e->state = XIW_SQE_QUEUED;
 	e->fail_st = 0;
@@ -176,12 +178,13 @@ static void post_kick(struct xiw_qp *qp, enum ibv_qp_state state)
  * thread sends them). Never blocks: it waits neither for the peer nor for
  * another thread's sendmsg.
  * Supported: SEND (SOLICITED -> SEND_SE), SEND_WITH_INV, RDMA_WRITE,
- * RDMA_READ; INLINE copies the data now (<= max_inline_data). A signalled
+ * RDMA_READ, RDMA_WRITE_WITH_IMM and SEND_WITH_IMM (each followed by an
+ * RFC 7306 Immediate Data message); INLINE copies the data now (<= max_inline_data). A signalled
  * WR starts only once a CQE slot of the send CQ is reserved for it (seed
  * 002): with the CQ full it waits in the SQ, so the SQ fills and posting
  * returns -ENOMEM; the CQ itself never overflows.
  * Return: 0, or -errno with *bad the first WR not posted: -ENOMEM SQ full,
- * -EINVAL bad opcode (WITH_IMM, atomics), num_sge, lkey, inline length, or
+ * -EINVAL bad opcode (atomics, MW binds), num_sge, lkey, inline length, or
  * QP not in RTS or ERROR. In ERROR the WRs complete at once with
  * IBV_WC_WR_FLUSH_ERR, as verbs providers do.
  */
@@ -326,7 +329,9 @@ static bool msg_rresp(struct xiw_qp *qp)
 
 static uint8_t send_opcode(const struct xiw_sqe *e)
 {
-	bool se = e->flags & IBV_SEND_SOLICITED;
+	/* SEND_WITH_IMM: the solicited event goes with its Immediate Data */
+	bool se = (e->flags & IBV_SEND_SOLICITED) &&
+		  e->opcode != IBV_WR_SEND_WITH_IMM;
 
 	if (e->opcode == IBV_WR_SEND_WITH_INV)
 		return se ? XIW_OP_SEND_SE_INV : XIW_OP_SEND_INV;
@@ -485,8 +490,9 @@ static void msg_advance(struct xiw_txmsg *m, uint32_t len)
 }
 
 /*
- * WRITE_WITH_IMM: after the WRITE, an Immediate Data message (RFC 7306 §6,
- * untagged QN 0, 8 octets: imm_data then zeros) for the peer's RQ.
+ * WRITE_WITH_IMM / SEND_WITH_IMM: after the WRITE or SEND, an Immediate
+ * Data message (RFC 7306 §6, untagged QN 0, 8 octets: imm_data then
+ * zeros) for the peer's RQ.
  * Return: true if that message was started.
  */
 static bool msg_chain_imm(struct xiw_qp *qp)
@@ -496,10 +502,12 @@ static bool msg_chain_imm(struct xiw_qp *qp)
 	struct xiw_fpdu_hdr h;
 	struct xiw_sqe *e;
 
-	if (m->kind != XIW_TXK_SQ || m->hdr.opcode != XIW_OP_WRITE)
+	if (m->kind != XIW_TXK_SQ || (m->hdr.opcode != XIW_OP_WRITE &&
+				       m->hdr.opcode != XIW_OP_SEND))
 		return false;
 	e = &qp->sq[idx & qp->sq_mask];
-	if (e->opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
+	if (e->opcode != IBV_WR_RDMA_WRITE_WITH_IMM &&
+	    e->opcode != IBV_WR_SEND_WITH_IMM)
 		return false;
 	msg_untagged(&h, (e->flags & IBV_SEND_SOLICITED) ? XIW_OP_IMM_SE :
 			 XIW_OP_IMM, XIW_QN_SEND, qp->tx_msn++);
