@@ -52,12 +52,21 @@ enum {
 	XIW_OP_TERMINATE = 7,
 	XIW_OP_IMM = 8,		/* RFC 7306 §6: Immediate Data */
 	XIW_OP_IMM_SE = 9,	/* ... with Solicited Event */
+	XIW_OP_ATOMIC_REQ = 10,	/* RFC 7306 §5: Atomic Request */
+	XIW_OP_ATOMIC_RESP = 11,	/* ... and its Response */
 };
+
+/* RFC 7306 §5.1: AOpCode of an Atomic Request */
+enum { XIW_AOP_FETCH_ADD = 0, XIW_AOP_SWAP = 1, XIW_AOP_CMP_SWAP = 2 };
+#define XIW_ATOMIC_REQ_LEN 52	/* rsvd|AOpCode, ReqID, STag, TO, add/swap
+				 * data+mask, compare data+mask */
+#define XIW_ATOMIC_RESP_LEN 12	/* original ReqID, original value */
 
 #define XIW_IMM_LEN 8		/* RFC 7306: immediate data octets */
 
 /* DDP untagged queue numbers (RFC 5040 §5.1) */
-enum { XIW_QN_SEND = 0, XIW_QN_READ_REQ = 1, XIW_QN_TERM = 2 };
+enum { XIW_QN_SEND = 0, XIW_QN_READ_REQ = 1, XIW_QN_TERM = 2,
+       XIW_QN_ATOMIC_RESP = 3 };
 
 /* ------------------- TERMINATE codes used by the QP (RFC 5040 §7.2, 5041 §7) */
 /* RDMAP layer */
@@ -267,6 +276,7 @@ struct xiw_sqe {
 	bool zc;			/* payload went (partly) with MSG_ZEROCOPY */
 	uint32_t zc_id;			/* ... released with this llp zc id */
 	uint8_t imm[XIW_IMM_LEN];	/* WRITE_WITH_IMM: imm_data, 0 pad */
+	uint8_t atom[XIW_ATOMIC_REQ_LEN];	/* atomics: the request body */
 	struct ibv_sge sge[XIW_MAX_SGE];
 };
 
@@ -278,10 +288,16 @@ struct xiw_rqe {
 	struct ibv_sge sge[XIW_MAX_SGE];
 };
 
-/** struct xiw_irqe - an inbound READ request waiting for its response. */
+/**
+ * struct xiw_irqe - an inbound READ request waiting for its response, or
+ * an Atomic Request already executed (@atomic): @resp is its Response
+ * body (kept here until sent: the slot is not reused before IRD wraps).
+ */
 struct xiw_irqe {
 	uint32_t sink_stag, src_stag, len;
 	uint64_t sink_to, src_to;
+	bool atomic;
+	uint8_t resp[XIW_ATOMIC_RESP_LEN];
 };
 
 /**
@@ -292,6 +308,8 @@ struct xiw_irqe {
 struct xiw_orqe {
 	uint32_t sq_idx;
 	bool rtr;
+	bool atomic;		/* an Atomic Request: @sge[0] gets the value */
+	uint32_t req_id;
 	uint32_t sink_stag;
 	uint64_t sink_to;
 	uint32_t len, got;
@@ -365,6 +383,8 @@ struct xiw_txbatch {
  */
 struct xiw_rxstate {
 	uint32_t msn, rd_msn, mo;
+	uint32_t atom_msn;	/* expected MSN on QN 3 (Atomic Responses) */
+	uint8_t atom[XIW_ATOMIC_REQ_LEN];	/* Atomic Request/Response body */
 	bool have_rqe;
 	bool term_got, rtr_got;
 	uint32_t term_ctrl;
@@ -420,7 +440,7 @@ struct xiw_qp {
 	uint32_t irq_head, irq_tail;
 	bool irq_active;
 	uint16_t ord, ird;
-	uint32_t tx_msn, tx_rd_msn, tx_term_msn;
+	uint32_t tx_msn, tx_rd_msn, tx_term_msn, tx_atom_msn;
 
 	struct xiw_llp *llp;
 	struct xiw_cm_conn *conn;

@@ -189,6 +189,10 @@ static enum ibv_wc_opcode wc_opcode(uint32_t wr_opcode)
 		return IBV_WC_RDMA_WRITE;
 	case IBV_WR_RDMA_READ:
 		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
 	default:
 		return IBV_WC_SEND;
 	}
@@ -588,7 +592,7 @@ int xiw_qp_attach(struct xiw_qp *qp, struct xiw_cm_conn *conn,
 				    .max_ulpdu = p->max_ulpdu };
 	qp->ord = clamp_rd(p->ord, XIW_MAX_ORD);
 	qp->ird = clamp_rd(p->ird, XIW_MAX_IRD);
-	qp->tx_msn = qp->tx_rd_msn = qp->tx_term_msn = 1;
+	qp->tx_msn = qp->tx_rd_msn = qp->tx_term_msn = qp->tx_atom_msn = 1;
 	qp->tx_hold = p->rtr != XIW_RTR_NONE && !p->initiator;
 	qp->rtr_wait = qp->tx_hold;
 	qp->attached = true;

@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "xiwarp/wire/mpa.h"
 #include "xiw_obj.h"
 
 /* ------------------------------------------------------- placement --- */
@@ -113,6 +114,10 @@ static int place_rresp(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
 		goto out;
 	}
 	o = &qp->orq[qp->orq_tail & (XIW_ORQ_SIZE - 1)];
+	if (o->atomic) {	/* an Atomic Response is due first */
+		ret = XIW_T_RDMAP_UNEXP_OP;
+		goto out;
+	}
 	if (!h->payload_len)
 		goto out;
 	if (h->stag != o->sink_stag) {
@@ -187,6 +192,51 @@ static int place_rreq(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 	ret = xiw_mr_check(h->rd_src_stag, qp->pd, IBV_ACCESS_REMOTE_READ,
 			   h->rd_src_to, h->rd_size, true, NULL);
 	return ret ? term_rdmap(ret) : 0;
+}
+
+/*
+ * Atomic Request (RFC 7306 §5.1) on QN 1, in MSN order with the READ
+ * requests and within IRD: one FPDU whose 52-octet body lands in
+ * rxs.atom; it is checked and executed when complete (atomic_req_done).
+ */
+static int place_atomic_req(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
+			    struct iovec *dst, int *ndst)
+{
+	uint32_t queued;
+
+	if (!h->last || h->payload_len != XIW_ATOMIC_REQ_LEN)
+		return XIW_T_RDMAP_UNEXP_OP;
+	if (h->msn != qp->rxs.rd_msn)
+		return XIW_T_DDP_MSN_RANGE;
+	pthread_mutex_lock(&qp->tx_lock);
+	queued = qp->irq_head - qp->irq_tail + qp->irq_active;
+	xiw_tx_unlock(qp);
+	if (queued >= qp->ird)
+		return XIW_T_DDP_NO_BUF;
+	dst[0] = (struct iovec){ qp->rxs.atom, XIW_ATOMIC_REQ_LEN };
+	*ndst = 1;
+	return 0;
+}
+
+/* Atomic Response (RFC 7306 §5.2) on QN 3: for the ORQ head, an atomic. */
+static int place_atomic_resp(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
+			     struct iovec *dst, int *ndst)
+{
+	bool ok;
+
+	if (!h->last || h->payload_len != XIW_ATOMIC_RESP_LEN)
+		return XIW_T_RDMAP_UNEXP_OP;
+	if (h->msn != qp->rxs.atom_msn)
+		return XIW_T_DDP_MSN_RANGE;
+	pthread_mutex_lock(&qp->tx_lock);
+	ok = qp->orq_tail != qp->orq_head &&
+	     qp->orq[qp->orq_tail & (XIW_ORQ_SIZE - 1)].atomic;
+	xiw_tx_unlock(qp);
+	if (!ok)
+		return XIW_T_RDMAP_UNEXP_OP;
+	dst[0] = (struct iovec){ qp->rxs.atom, XIW_ATOMIC_RESP_LEN };
+	*ndst = 1;
+	return 0;
 }
 
 /* TERMINATE payload (copied DDP/RDMAP headers) is read and dropped. */
@@ -275,6 +325,10 @@ static int qp_place(void *arg, const struct xiw_fpdu_hdr *h,
 		return place_send(qp, h, dst, ndst);
 	if (is_imm(h->opcode))
 		return place_imm(qp, h, dst, ndst);
+	if (h->opcode == XIW_OP_ATOMIC_REQ)
+		return place_atomic_req(qp, h, dst, ndst);
+	if (h->opcode == XIW_OP_ATOMIC_RESP)
+		return place_atomic_resp(qp, h, dst, ndst);
 	return XIW_T_RDMAP_UNEXP_OP;
 }
 
@@ -317,6 +371,102 @@ static void rreq_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 			.len = h->rd_size,
 		};
 		qp->rxs.tx_due++;	/* respond after this receive burst */
+	}
+	xiw_tx_unlock(qp);
+}
+
+/* RFC 7306 §5.1: add with carries stopped at the fields @mask ends. */
+static uint64_t atomic_masked_add(uint64_t a, uint64_t b, uint64_t mask)
+{
+	uint64_t r = 0, carry = 0;
+
+	for (int i = 0; i < 64; i++) {
+		uint64_t sum = ((a >> i) & 1) + ((b >> i) & 1) + carry;
+
+		r |= (sum & 1) << i;
+		carry = (mask >> i) & 1 ? 0 : sum >> 1;
+	}
+	return r;
+}
+
+/*
+ * Execute the Atomic Request in rxs.atom on @p (8-byte aligned, checked)
+ * as one 64-bit atomic step. Return: the original value.
+ */
+static uint64_t atomic_exec(const uint8_t *b, uint64_t *p)
+{
+	uint32_t aop = xiw_get_be32(b) & 0xf;
+	uint64_t add_swap = xiw_get_be64(b + 20), as_mask = xiw_get_be64(b + 28);
+	uint64_t cmp = xiw_get_be64(b + 36), cmp_mask = xiw_get_be64(b + 44);
+	uint64_t old = __atomic_load_n(p, __ATOMIC_ACQUIRE), nv;
+
+	do {
+		if (aop == XIW_AOP_FETCH_ADD)
+			nv = as_mask ? atomic_masked_add(old, add_swap, as_mask) :
+				       old + add_swap;
+		else if (aop == XIW_AOP_CMP_SWAP && ((old ^ cmp) & cmp_mask))
+			return old;	/* no match: nothing written */
+		else
+			nv = (old & ~as_mask) | (add_swap & as_mask);
+	} while (!__atomic_compare_exchange_n(p, &old, nv, false,
+					      __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+	return old;
+}
+
+/*
+ * Atomic Request complete: check the target (REMOTE_ATOMIC, 8 bytes,
+ * aligned; RFC 7306 §5.1), execute it and queue its Response on the IRQ
+ * behind the READ responses already due (responses keep request order).
+ */
+static int atomic_req_done(struct xiw_qp *qp)
+{
+	const uint8_t *b = qp->rxs.atom;
+	uint32_t aop = xiw_get_be32(b) & 0xf;
+	uint64_t to = xiw_get_be64(b + 12), orig;
+	struct xiw_irqe *e;
+	void *p;
+	int ret;
+
+	if (aop > XIW_AOP_CMP_SWAP)
+		return XIW_T_RDMAP_UNEXP_OP;
+	ret = xiw_mr_check(xiw_get_be32(b + 8), qp->pd, IBV_ACCESS_REMOTE_ATOMIC,
+			   to, 8, true, &p);
+	if (ret)
+		return term_rdmap(ret);
+	if ((uintptr_t)p & 7)
+		return XIW_T_RDMAP_BOUNDS;
+	qp->rxs.rd_msn++;
+	orig = atomic_exec(b, p);
+	pthread_mutex_lock(&qp->tx_lock);
+	if (atomic_load(&qp->state) == IBV_QPS_RTS) {
+		e = &qp->irq[qp->irq_head++ & (XIW_IRQ_SIZE - 1)];
+		memset(e, 0, sizeof(*e));
+		e->atomic = true;
+		memcpy(e->resp, b + 4, 4);	/* original Request Identifier */
+		xiw_put_be64(e->resp + 4, orig);
+		qp->rxs.tx_due++;
+	}
+	xiw_tx_unlock(qp);
+	return 0;
+}
+
+/* Atomic Response complete: the original value into the WR's buffer. */
+static void atomic_resp_done(struct xiw_qp *qp)
+{
+	struct xiw_orqe *o;
+	uint64_t v = xiw_get_be64(qp->rxs.atom + 4);
+
+	qp->rxs.atom_msn++;
+	pthread_mutex_lock(&qp->tx_lock);
+	if (qp->orq_tail != qp->orq_head) {
+		o = &qp->orq[qp->orq_tail++ & (XIW_ORQ_SIZE - 1)];
+		memcpy((void *)(uintptr_t)o->sge[0].addr, &v, sizeof(v));
+		if (atomic_load(&qp->state) == IBV_QPS_RTS) {
+			qp->sq[o->sq_idx & qp->sq_mask].state = XIW_SQE_DONE;
+			xiw_qp_sq_retire(qp);
+		}
+		qp->rxs.tx_due++;	/* ORD room for queued requests */
 	}
 	xiw_tx_unlock(qp);
 }
@@ -421,6 +571,11 @@ static int qp_done(void *arg, const struct xiw_fpdu_hdr *h)
 	case XIW_OP_IMM:
 	case XIW_OP_IMM_SE:
 		return imm_done(qp, h);
+	case XIW_OP_ATOMIC_REQ:
+		return atomic_req_done(qp);
+	case XIW_OP_ATOMIC_RESP:
+		atomic_resp_done(qp);
+		return 0;
 	default:
 		return send_done(qp, h);
 	}
@@ -441,7 +596,7 @@ void xiw_rx_reset(struct xiw_qp *qp)
 {
 	struct xiw_rxstate *r = &qp->rxs;
 
-	r->msn = r->rd_msn = 1;
+	r->msn = r->rd_msn = r->atom_msn = 1;
 	r->mo = 0;
 	r->have_rqe = false;
 	r->term_got = r->rtr_got = false;

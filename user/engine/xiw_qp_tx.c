@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include "xiwarp/wire/mpa.h"
 #include "xiw_obj.h"
 
 #define XIW_RTR_STAG 1u	/* nonzero dummy STag for zero-length RTR FPDUs */
@@ -34,9 +35,51 @@ static int sqe_opcode_ok(const struct ibv_send_wr *wr)
 	case IBV_WR_SEND_WITH_IMM:		/* + RFC 7306 Immediate Data */
 	case IBV_WR_RDMA_READ:
 		return 0;
-	default:	/* atomics, MW: no */
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:	/* RFC 7306 Atomic Request */
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		/* one 8-byte local buffer for the original value, an
+		 * 8-byte aligned remote address (ibv_post_send(3)) */
+		if (wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
+		    (wr->wr.atomic.remote_addr & 7))
+			return -EINVAL;
+		return 0;
+	default:	/* MW binds: no */
 		return -EINVAL;
 	}
+}
+
+static bool sqe_is_atomic(uint32_t opcode)
+{
+	return opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	       opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+}
+
+/* READs and atomics wait for a response: ORD, fencing, no ack tracking. */
+static bool sqe_is_request(uint32_t opcode)
+{
+	return opcode == IBV_WR_RDMA_READ || sqe_is_atomic(opcode);
+}
+
+/*
+ * The RFC 7306 §5.1 Atomic Request body for @wr: the verbs ops are the
+ * unmasked 64-bit ones (FetchAdd: add mask 0, no field boundaries;
+ * CmpSwap: compare and swap masks all ones). Big-endian on the wire.
+ */
+static void sqe_atomic_body(struct xiw_sqe *e, const struct ibv_send_wr *wr,
+			    uint32_t req_id)
+{
+	uint8_t *b = e->atom;
+	bool cas = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+
+	memset(b, 0, XIW_ATOMIC_REQ_LEN);
+	xiw_put_be32(b, cas ? XIW_AOP_CMP_SWAP : XIW_AOP_FETCH_ADD);
+	xiw_put_be32(b + 4, req_id);
+	xiw_put_be32(b + 8, wr->wr.atomic.rkey);
+	xiw_put_be64(b + 12, wr->wr.atomic.remote_addr);
+	xiw_put_be64(b + 20, cas ? wr->wr.atomic.swap : wr->wr.atomic.compare_add);
+	xiw_put_be64(b + 28, cas ? ~0ull : 0);
+	xiw_put_be64(b + 36, cas ? wr->wr.atomic.compare_add : 0);
+	xiw_put_be64(b + 44, cas ? ~0ull : 0);
 }
 
 static int sqe_copy_inline(struct xiw_qp *qp, struct xiw_sqe *e,
@@ -61,7 +104,7 @@ static int sqe_copy_inline(struct xiw_qp *qp, struct xiw_sqe *e,
 static int sqe_copy_sges(struct xiw_qp *qp, struct xiw_sqe *e,
 			 const struct ibv_send_wr *wr)
 {
-	int need = wr->opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_LOCAL_WRITE : 0;
+	int need = sqe_is_request(wr->opcode) ? IBV_ACCESS_LOCAL_WRITE : 0;
 	uint64_t len = 0;
 
 	for (int i = 0; i < wr->num_sge; i++) {
@@ -85,7 +128,7 @@ static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
 	uint32_t slot = qp->sq_head & qp->sq_mask;
 	struct xiw_sqe *e = &qp->sq[slot];
 	bool inl = (wr->send_flags & IBV_SEND_INLINE) &&
-		   wr->opcode != IBV_WR_RDMA_READ;
+		   !sqe_is_request(wr->opcode);
 	int ret;
 
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge ||
@@ -107,6 +150,11 @@ static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
 	if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
 	    wr->opcode == IBV_WR_SEND_WITH_IMM)	/* network order */
 		memcpy(e->imm, &wr->imm_data, sizeof(wr->imm_data));
+	if (sqe_is_atomic(wr->opcode)) {
+		sqe_atomic_body(e, wr, qp->sq_head);	/* ReqID: SQ index */
+		e->rkey = wr->wr.atomic.rkey;
+		e->raddr = wr->wr.atomic.remote_addr;
+	}
 	e->state = XIW_SQE_QUEUED;
 	e->fail_st = 0;
 	e->resv = false;
@@ -298,14 +346,32 @@ static void msg_rtr(struct xiw_qp *qp)
 	msg_start(qp, XIW_TXK_RTR, &h, NULL, 0, 0);
 }
 
+/* Atomic Response (RFC 7306 §5.2) on QN 3, from the IRQ slot's body. */
+static void msg_atomic_resp(struct xiw_qp *qp, struct xiw_irqe *slot)
+{
+	struct xiw_fpdu_hdr h;
+
+	msg_untagged(&h, XIW_OP_ATOMIC_RESP, XIW_QN_ATOMIC_RESP,
+		     qp->tx_atom_msn++);
+	qp->msg.one = (struct ibv_sge){ .addr = (uintptr_t)slot->resp,
+					.length = XIW_ATOMIC_RESP_LEN };
+	qp->irq_active = true;
+	msg_start(qp, XIW_TXK_IRQ, &h, &qp->msg.one, 1, XIW_ATOMIC_RESP_LEN);
+}
+
 /* READ response for the IRQ head (RFC 5040 §4.5); false if it failed. */
 static bool msg_rresp(struct xiw_qp *qp)
 {
-	struct xiw_irqe e = qp->irq[qp->irq_tail++ & (XIW_IRQ_SIZE - 1)];
+	struct xiw_irqe *slot = &qp->irq[qp->irq_tail++ & (XIW_IRQ_SIZE - 1)];
+	struct xiw_irqe e = *slot;
 	struct xiw_fpdu_hdr h;
 	void *src = NULL;
 	int ret;
 
+	if (e.atomic) {
+		msg_atomic_resp(qp, slot);
+		return true;
+	}
 	if (e.len) {
 		ret = xiw_mr_check(e.src_stag, qp->pd, IBV_ACCESS_REMOTE_READ,
 				   e.src_to, e.len, true, &src);
@@ -358,6 +424,27 @@ static void msg_read_req(struct xiw_qp *qp, struct xiw_sqe *e,
 }
 
 /*
+ * Atomic Request (RFC 7306 §5.1): untagged on the READ request queue
+ * (sharing its MSNs), the body as payload; its Response lands in the
+ * WR's 8-byte buffer (xiw_qp_rx.c) and completes it.
+ */
+static void msg_atomic_req(struct xiw_qp *qp, struct xiw_sqe *e,
+			   struct xiw_fpdu_hdr *h)
+{
+	struct xiw_orqe *o = orq_push(qp);
+
+	msg_untagged(h, XIW_OP_ATOMIC_REQ, XIW_QN_READ_REQ, qp->tx_rd_msn++);
+	o->atomic = true;
+	o->req_id = qp->sq_tx;
+	o->sq_idx = qp->sq_tx;
+	o->len = 8;
+	o->num_sge = 1;
+	o->sge[0] = e->sge[0];
+	qp->msg.one = (struct ibv_sge){ .addr = (uintptr_t)e->atom,
+					.length = XIW_ATOMIC_REQ_LEN };
+}
+
+/*
  * Zero-copy for this WR (XIW_ZCOPY_MIN): large WRITE/SEND payloads, while
  * the stream has not found the kernel copying anyway.
  */
@@ -365,7 +452,7 @@ static bool sqe_zc_wanted(struct xiw_qp *qp, const struct xiw_sqe *e)
 {
 	uint32_t min = xiw_tx_config()->zcopy_min;
 
-	return min && e->len >= min && e->opcode != IBV_WR_RDMA_READ &&
+	return min && e->len >= min && !sqe_is_request(e->opcode) &&
 	       !qp->zc_off && xiw_llp_zc_usable(qp->llp);
 }
 
@@ -397,7 +484,7 @@ static bool msg_sq(struct xiw_qp *qp)
 	uint32_t reads = qp->orq_head - qp->orq_tail;
 	struct xiw_fpdu_hdr h;
 
-	if ((e->opcode == IBV_WR_RDMA_READ && reads >= qp->ord) ||
+	if ((sqe_is_request(e->opcode) && reads >= qp->ord) ||
 	    ((e->flags & IBV_SEND_FENCE) && reads) || !sqe_credit(qp, e))
 		return false;
 	switch (e->opcode) {
@@ -408,6 +495,15 @@ static bool msg_sq(struct xiw_qp *qp)
 	case IBV_WR_RDMA_READ:
 		msg_read_req(qp, e, &h);
 		break;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		msg_atomic_req(qp, e, &h);
+		e->state = XIW_SQE_ACTIVE;
+		e->zc = false;
+		msg_start(qp, XIW_TXK_SQ, &h, &qp->msg.one, 1,
+			  XIW_ATOMIC_REQ_LEN);
+		qp->msg.sq_idx = qp->sq_tx++;
+		return true;
 	default:
 		msg_untagged(&h, send_opcode(e), XIW_QN_SEND, qp->tx_msn++);
 		h.inval_stag = e->inv_stag;
@@ -657,7 +753,7 @@ static void batch_marks(struct xiw_qp *qp)
 		if (k->kind != XIW_TXK_SQ)
 			continue;
 		e = &qp->sq[k->idx & qp->sq_mask];
-		if (e->opcode != IBV_WR_RDMA_READ && !mark_ack(qp, k))
+		if (!sqe_is_request(e->opcode) && !mark_ack(qp, k))
 			e->state = XIW_SQE_DONE;
 		any = true;
 	}
