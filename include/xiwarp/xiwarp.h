@@ -124,6 +124,13 @@ struct xiw_mr *xiw_mr_reg(struct xiw_pd *pd, void *addr, size_t len,
 			  uint64_t iova, int access);
 /** xiw_mr_dereg() - Return: 0 or -errno. The STag is invalid afterwards. */
 int xiw_mr_dereg(struct xiw_mr *mr);
+/**
+ * xiw_mr_rereg() - ibv_rereg_mr(3) in place: IBV_REREG_MR_CHANGE_* @flags
+ * select new translation (@addr, @len; iova = @addr), PD, access. The
+ * STag gets a new key (the old one stops working). Return: 0 or -EINVAL.
+ */
+int xiw_mr_rereg(struct xiw_mr *mr, int flags, struct xiw_pd *pd, void *addr,
+		 size_t len, int access);
 
 struct xiw_cq;	/* opaque; starts with `struct ibv_cq ibv` */
 struct xiw_qp;	/* opaque; starts with `struct ibv_qp ibv` */
@@ -177,6 +184,12 @@ int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc);
  * solicited or error CQE) writes one event to the channel. Return: 0/-errno.
  */
 int xiw_cq_req_notify(struct xiw_cq *cq, int solicited_only);
+/**
+ * xiw_cq_resize() - ibv_resize_cq(3): at least @cqe entries (power of
+ * two), queued WCs kept. Return: 0, -EINVAL (too small for what is
+ * queued/reserved, or out of range), -ENOMEM.
+ */
+int xiw_cq_resize(struct xiw_cq *cq, int cqe);
 /** xiw_cq_ack_events() - account @n events returned by the channel. */
 void xiw_cq_ack_events(struct xiw_cq *cq, unsigned int n);
 

@@ -228,3 +228,55 @@ int xiw_mr_invalidate(uint32_t stag, const struct xiw_pd *pd)
 	pthread_rwlock_unlock(&stag_lock);
 	return ret;
 }
+
+/**
+ * xiw_mr_rereg() - change @mr in place (ibv_rereg_mr(3)): with
+ * IBV_REREG_MR_CHANGE_TRANSLATION the range becomes [@addr, +@len) with
+ * remote address @addr, with IBV_REREG_MR_CHANGE_PD the PD @pd, with
+ * IBV_REREG_MR_CHANGE_ACCESS the rights @access. The STag keeps its
+ * index and gets a new key, so accesses through the old lkey/rkey fail
+ * (-ENOENT) from now on; mr->ibv.lkey/rkey hold the new one. Checks see
+ * either the old or the new region, never a mix (stag_lock).
+ * Return: 0, or -EINVAL (bad flags/values; @mr unchanged).
+ */
+int xiw_mr_rereg(struct xiw_mr *mr, int flags, struct xiw_pd *pd, void *addr,
+		 size_t len, int access)
+{
+	uint32_t idx = mr->ibv.lkey >> 8;
+	struct xiw_pd *old_pd = mr->pd;
+	int ret = -EINVAL;
+
+	if (!flags || (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION |
+				 IBV_REREG_MR_CHANGE_PD |
+				 IBV_REREG_MR_CHANGE_ACCESS)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_PD) && !pd) ||
+	    ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !mr_access_ok(access)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) &&
+	     (!len || len > XIW_MAX_MR_SIZE ||
+	      (uintptr_t)addr > UINTPTR_MAX - len)))
+		return -EINVAL;
+	pthread_rwlock_wrlock(&stag_lock);
+	if (idx && idx < stag_cap && stag_tab[idx].mr == mr) {
+		if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+			mr->ibv.addr = addr;
+			mr->ibv.length = len;
+			mr->iova = (uintptr_t)addr;
+		}
+		if (flags & IBV_REREG_MR_CHANGE_PD) {
+			mr->pd = pd;
+			mr->ibv.pd = &pd->ibv;
+		}
+		if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+			mr->access = access;
+		stag_tab[idx].key++;
+		stag_tab[idx].valid = true;
+		mr->ibv.lkey = mr->ibv.rkey = idx << 8 | stag_tab[idx].key;
+		ret = 0;
+	}
+	pthread_rwlock_unlock(&stag_lock);
+	if (!ret && (flags & IBV_REREG_MR_CHANGE_PD) && pd != old_pd) {
+		xiw_pd_get(pd);
+		xiw_pd_put(old_pd);
+	}
+	return ret;
+}

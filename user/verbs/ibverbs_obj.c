@@ -61,13 +61,24 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 	return -xiw_mr_dereg(xiw_mr_from_ibv(mr));
 }
 
-/* The old MR stays valid: IBV_REREG_MR_ERR_INPUT with errno. */
+/*
+ * In place (the MR keeps its object, gets a new key). On a bad argument
+ * the old MR stays valid: IBV_REREG_MR_ERR_INPUT with errno, as
+ * ibv_rereg_mr(3) says.
+ */
 int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 		 size_t length, int access)
 {
-	(void)mr; (void)flags; (void)pd; (void)addr; (void)length; (void)access;
-	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_INPUT;
+	int ret;
+
+	access &= ~IBV_ACCESS_OPTIONAL_RANGE;
+	ret = xiw_mr_rereg(xiw_mr_from_ibv(mr), flags,
+			   pd ? xiw_pd_from_ibv(pd) : NULL, addr, length, access);
+	if (ret) {
+		errno = -ret;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------- completion channel --- */
@@ -123,12 +134,10 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 	return -xiw_cq_destroy(xiw_cq_from_ibv(cq));
 }
 
-/* A CQ is "at least cqe" deep: shrinking is a no-op, growing unsupported. */
+/* A new ring of at least cqe entries; queued WCs move over in order. */
 int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
-	if (cqe < 1)
-		return EINVAL;
-	return cqe <= cq->cqe ? 0 : EOPNOTSUPP;
+	return -xiw_cq_resize(xiw_cq_from_ibv(cq), cqe);
 }
 
 /* ---------------------------------------------------------------- QP --- */
