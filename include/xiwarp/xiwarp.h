@@ -364,6 +364,23 @@ int xiw_cm_disconnect(struct xiw_qp *qp);
 /** xiw_cm_conn_release() - drop a conn that was never accepted/rejected. */
 void xiw_cm_conn_release(struct xiw_cm_conn *conn);
 
+/* ---------------------------------------------------- async events --- */
+
+/**
+ * xiw_async_fn - receives every asynchronous event of the engine's objects
+ * (IBV_EVENT_QP_FATAL when a QP's stream fails: TERMINATE sent or
+ * received, reset, LLP error; IBV_EVENT_QP_LAST_WQE_REACHED for a QP on
+ * an SRQ entering ERROR; IBV_EVENT_SRQ_LIMIT_REACHED; IBV_EVENT_CQ_ERR;
+ * IBV_EVENT_PORT_ACTIVE). Runs in the engine thread that noticed the
+ * event: must not block.
+ */
+typedef void (*xiw_async_fn)(struct ibv_context *ctx,
+			     const struct ibv_async_event *ev);
+/** xiw_async_set_handler() - install the handler (the verbs drop-in). */
+void xiw_async_set_handler(xiw_async_fn fn);
+/** xiw_async_port() - report a port event on @ctx (e.g. at open). */
+void xiw_async_port(struct ibv_context *ctx, int port, enum ibv_event_type type);
+
 /* ---------------------------------------------------------- logging --- */
 
 /** xiw_log() - engine log; XIW_LOG=error|warn|info|debug (default warn) on stderr. */

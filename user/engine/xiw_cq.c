@@ -408,6 +408,7 @@ static int cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited,
 		xiw_log(XIW_LOG_ERROR,
 			"cq %p overflow (internal error: CQE credits): wr_id %#llx dropped",
 			(void *)cq, (unsigned long long)wc->wr_id);
+		xiw_async_cq(cq, IBV_EVENT_CQ_ERR);
 		return -ENOSPC;
 	} else if (how == CQ_RESERVED) {	/* no reservation: a bug too */
 		xiw_log(XIW_LOG_ERROR,

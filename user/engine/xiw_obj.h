@@ -511,6 +511,11 @@ struct xiw_qp {
 	struct xiw_qp *reg_next;	/* QP number registry (xiw_qp_lookup) */
 };
 
+/* ---- xiw_async.c: asynchronous events (xiwarp.h xiw_async_fn) ---- */
+void xiw_async_qp(struct xiw_qp *qp, enum ibv_event_type type);
+void xiw_async_cq(struct xiw_cq *cq, enum ibv_event_type type);
+void xiw_async_srq(struct ibv_srq *srq, enum ibv_event_type type);
+
 /* ---- xiw_qp.c: state, completions, teardown helpers ---- */
 
 /** xiw_qp_ref() / xiw_qp_unref() - pin the QP for a progress callback. */

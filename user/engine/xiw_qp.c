@@ -727,6 +727,9 @@ void xiw_qp_stream_end(struct xiw_qp *qp, int err)
 	xiw_llp_set_owner(l, &noop_cb, NULL);
 	if (conn)
 		xiw_cm_stream_closed(conn, err);
+	/* not a graceful close: TERMINATE, reset, LLP error */
+	if (err)
+		xiw_async_qp(qp, IBV_EVENT_QP_FATAL);
 }
 
 static void qp_end_timeout(void *arg)

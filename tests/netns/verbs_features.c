@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: MIT
+/*
+ * verbs_features: verbs features through xiwarp's libibverbs/librdmacm on
+ * one real connection (both ends in this process, over ADDR):
+ *
+ *   verbs_features [ADDR]     (default 127.0.0.1)
+ *
+ * IBV_EVENT_PORT_ACTIVE on the async_fd after open; ibv_query_device
+ * (atomic_cap) and ibv_query_qp on a connected QP; SEND_WITH_IMM (the
+ * data, then the immediate as its own receive, RFC 7306); RFC 7306
+ * atomics (fetch-add, compare-swap, original values back); ibv_resize_cq
+ * with traffic before and after; ibv_rereg_mr, after which a WRITE with
+ * the old rkey is refused by TERMINATE: REM_ACCESS_ERR on the writer and
+ * IBV_EVENT_QP_FATAL for both QPs on the async_fd. Every wait is bounded
+ * (5 s). Prints "ok"/"not ok" lines; exit 0 = all passed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <rdma/rdma_cma.h>
+
+#define WAIT_MS 5000
+#define BUF 65536
+
+static const char *addr = "127.0.0.1";
+static int failures;
+
+#define CHECK(cond, ...) check(!!(cond), #cond, __VA_ARGS__)
+
+static int check(int ok, const char *expr, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int check(int ok, const char *expr, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s - ", ok ? "ok" : "not ok");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	if (!ok) {
+		printf(" (%s; errno %s)", expr, strerror(errno));
+		failures++;
+	}
+	printf("\n");
+	fflush(stdout);
+	return ok;
+}
+
+static long long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
+}
+
+struct end {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+};
+
+static struct end cli, srv;
+static struct rdma_cm_id *listener;
+
+static struct rdma_cm_event *expect(struct rdma_event_channel *ch,
+				    enum rdma_cm_event_type type)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+
+	if (poll(&p, 1, WAIT_MS) != 1 || rdma_get_cm_event(ch, &ev))
+		return NULL;
+	if (ev->event != type) {
+		printf("# got %s, wanted %s\n", rdma_event_str(ev->event),
+		       rdma_event_str(type));
+		rdma_ack_cm_event(ev);
+		return NULL;
+	}
+	return ev;
+}
+
+static int ack(struct rdma_cm_event *ev)
+{
+	if (!ev)
+		return -1;
+	rdma_ack_cm_event(ev);
+	return 0;
+}
+
+static int setup_qp(struct end *e, struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr a = { .qp_type = IBV_QPT_RC };
+
+	e->pd = ibv_alloc_pd(id->verbs);
+	e->cq = e->pd ? ibv_create_cq(id->verbs, 8, NULL, NULL, 0) : NULL;
+	e->buf = aligned_alloc(4096, BUF);
+	if (!e->cq || !e->buf)
+		return -1;
+	memset(e->buf, 0, BUF);
+	e->mr = ibv_reg_mr(e->pd, e->buf, BUF, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			   IBV_ACCESS_REMOTE_ATOMIC);
+	a.send_cq = a.recv_cq = e->cq;
+	a.cap.max_send_wr = a.cap.max_recv_wr = 16;
+	a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+	return e->mr && !rdma_create_qp(id, e->pd, &a) ? 0 : -1;
+}
+
+static int connect_pair(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct rdma_conn_param cp = { .responder_resources = 4,
+				      .initiator_depth = 4 };
+	struct rdma_cm_event *req;
+
+	cli.ch = rdma_create_event_channel();
+	srv.ch = rdma_create_event_channel();
+	inet_pton(AF_INET, addr, &sin.sin_addr);
+	if (rdma_create_id(srv.ch, &listener, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(listener, (struct sockaddr *)&sin) ||
+	    rdma_listen(listener, 4))
+		return -1;
+	sin.sin_port = rdma_get_src_port(listener);
+	if (rdma_create_id(cli.ch, &cli.id, NULL, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(cli.id, NULL, (struct sockaddr *)&sin, 2000) ||
+	    ack(expect(cli.ch, RDMA_CM_EVENT_ADDR_RESOLVED)) ||
+	    rdma_resolve_route(cli.id, 2000) ||
+	    ack(expect(cli.ch, RDMA_CM_EVENT_ROUTE_RESOLVED)) ||
+	    setup_qp(&cli, cli.id) || rdma_connect(cli.id, &cp))
+		return -1;
+	req = expect(srv.ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	if (!req)
+		return -1;
+	srv.id = req->id;
+	rdma_ack_cm_event(req);
+	if (setup_qp(&srv, srv.id) || rdma_accept(srv.id, &cp))
+		return -1;
+	return ack(expect(srv.ch, RDMA_CM_EVENT_ESTABLISHED)) ||
+	       ack(expect(cli.ch, RDMA_CM_EVENT_ESTABLISHED));
+}
+
+/* One WC from @cq within WAIT_MS (status/opcode left to the caller). */
+static int poll1(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	long long end = now_ms() + WAIT_MS;
+	int n;
+
+	do {
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n)
+			return n;
+	} while (now_ms() < end);
+	return 0;
+}
+
+static int post_recv(struct end *e, uint64_t id, uint32_t off, uint32_t len)
+{
+	struct ibv_sge sg = { (uintptr_t)e->buf + off, len, e->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sg, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	return ibv_post_recv(e->id->qp, &wr, &bad);
+}
+
+/* ibv_get_async_event, non-blocking, within WAIT_MS; -1 if none. */
+static int async_event(struct ibv_context *ctx, struct ibv_async_event *ev)
+{
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+
+	if (poll(&p, 1, WAIT_MS) != 1 || ibv_get_async_event(ctx, ev))
+		return -1;
+	ibv_ack_async_event(ev);
+	return 0;
+}
+
+static void test_port_event(struct ibv_context *ctx)
+{
+	struct ibv_async_event ev;
+
+	fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
+	CHECK(!async_event(ctx, &ev) && ev.event_type == IBV_EVENT_PORT_ACTIVE &&
+	      ev.element.port_num == 1, "async_fd: %s on port 1 after open",
+	      ibv_event_type_str(IBV_EVENT_PORT_ACTIVE));
+}
+
+static void test_query(void)
+{
+	struct ibv_device_attr da = { 0 };
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+
+	int ret = ibv_query_device(cli.id->verbs, &da);
+
+	CHECK(!ret && da.atomic_cap == IBV_ATOMIC_HCA,
+	      "device advertises atomics (atomic_cap %d)", da.atomic_cap);
+	CHECK(!ibv_query_qp(cli.id->qp, &qa, IBV_QP_STATE | IBV_QP_CAP, &qi) &&
+	      qa.qp_state == IBV_QPS_RTS && qa.cap.max_send_wr >= 16 &&
+	      qi.send_cq == cli.cq && qi.qp_type == IBV_QPT_RC,
+	      "ibv_query_qp: RTS, caps, init attrs");
+}
+
+static void test_send_imm(void)
+{
+	struct ibv_sge sg = { (uintptr_t)cli.buf, 1000, cli.mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_IMM,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .imm_data = htonl(0xfeed) }, *bad;
+	struct ibv_wc wc, w1, w2;
+
+	memset(cli.buf, 'x', 1000);
+	post_recv(&srv, 10, 0, 4096);
+	post_recv(&srv, 11, 8192, 64);
+	CHECK(!ibv_post_send(cli.id->qp, &wr, &bad), "post SEND_WITH_IMM");
+	CHECK(poll1(cli.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_SEND, "sender: IBV_WC_SEND");
+	CHECK(poll1(srv.cq, &w1) && poll1(srv.cq, &w2), "receiver: two WCs");
+	CHECK(w1.wr_id == 10 && w1.opcode == IBV_WC_RECV && w1.byte_len == 1000 &&
+	      !(w1.wc_flags & IBV_WC_WITH_IMM) && srv.buf[999] == 'x',
+	      "the data: RECV, 1000 bytes");
+	CHECK(w2.wr_id == 11 && w2.opcode == IBV_WC_RECV &&
+	      (w2.wc_flags & IBV_WC_WITH_IMM) && ntohl(w2.imm_data) == 0xfeed,
+	      "the immediate: RECV with IBV_WC_WITH_IMM, imm 0x%x",
+	      ntohl(w2.imm_data));
+}
+
+static uint64_t atomic(enum ibv_wr_opcode op, uint64_t cmp_add, uint64_t swap,
+		       int *ok)
+{
+	struct ibv_sge sg = { (uintptr_t)cli.buf + 4096, 8, cli.mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 2, .sg_list = &sg, .num_sge = 1,
+				  .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+	uint64_t v;
+
+	wr.wr.atomic.remote_addr = (uintptr_t)srv.buf + 16384;
+	wr.wr.atomic.rkey = srv.mr->rkey;
+	wr.wr.atomic.compare_add = cmp_add;
+	wr.wr.atomic.swap = swap;
+	*ok = !ibv_post_send(cli.id->qp, &wr, &bad) && poll1(cli.cq, &wc) &&
+	      wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == (op == IBV_WR_ATOMIC_CMP_AND_SWP ? IBV_WC_COMP_SWAP :
+			    IBV_WC_FETCH_ADD);
+	memcpy(&v, cli.buf + 4096, 8);
+	return v;
+}
+
+static void test_atomics(void)
+{
+	uint64_t *t = (uint64_t *)(srv.buf + 16384);
+	uint64_t v;
+	int ok;
+
+	*t = 40;
+	v = atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, 2, 0, &ok);
+	CHECK(ok && v == 40 && *t == 42, "fetch-add: got %llu, now %llu",
+	      (unsigned long long)v, (unsigned long long)*t);
+	v = atomic(IBV_WR_ATOMIC_CMP_AND_SWP, 42, 7, &ok);
+	CHECK(ok && v == 42 && *t == 7, "compare-swap (match): got %llu, now %llu",
+	      (unsigned long long)v, (unsigned long long)*t);
+	v = atomic(IBV_WR_ATOMIC_CMP_AND_SWP, 42, 9, &ok);
+	CHECK(ok && v == 7 && *t == 7, "compare-swap (no match): got %llu, now %llu",
+	      (unsigned long long)v, (unsigned long long)*t);
+}
+
+/*
+ * A WRITE (signalled, or not and then followed by a READ of the same
+ * place): the WC of the last of them in @wc.
+ */
+static int write_one(uint64_t id, uint32_t rkey, int then_read,
+		     struct ibv_wc *wc)
+{
+	struct ibv_sge sg = { (uintptr_t)cli.buf, 512, cli.mr->lkey };
+	struct ibv_send_wr rd, wr = { .wr_id = id, .sg_list = &sg,
+				      .num_sge = 1,
+				      .opcode = IBV_WR_RDMA_WRITE }, *bad;
+
+	wr.wr.rdma.remote_addr = (uintptr_t)srv.buf + 32768;
+	wr.wr.rdma.rkey = rkey;
+	rd = wr;
+	rd.opcode = IBV_WR_RDMA_READ;
+	rd.wr.rdma.rkey = srv.mr->rkey;
+	rd.send_flags = IBV_SEND_SIGNALED;
+	if (then_read)
+		wr.next = &rd;
+	else
+		wr.send_flags = IBV_SEND_SIGNALED;
+	return !ibv_post_send(cli.id->qp, &wr, &bad) && poll1(cli.cq, wc);
+}
+
+static void test_resize(void)
+{
+	struct ibv_wc wc;
+
+	int ret = ibv_resize_cq(cli.cq, 100);
+
+	CHECK(!ret && cli.cq->cqe >= 100, "ibv_resize_cq 8 -> %d", cli.cq->cqe);
+	CHECK(write_one(3, srv.mr->rkey, 0, &wc) && wc.status == IBV_WC_SUCCESS,
+	      "traffic after resize");
+}
+
+/* rereg: the old rkey is dead; a WRITE with it ends the connection. */
+static void test_rereg_fatal(void)
+{
+	struct ibv_context *ctx = cli.id->verbs;
+	uint32_t old = srv.mr->rkey;
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+	int fatal = 0, i;
+
+	int ret = ibv_rereg_mr(srv.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+
+	CHECK(!ret && srv.mr->rkey != old, "ibv_rereg_mr: new rkey 0x%x (was 0x%x)",
+	      srv.mr->rkey, old);
+	/* a WRITE completes once sent: the READ behind it gets the refusal */
+	CHECK(write_one(4, old, 1, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR,
+	      "WRITE with the old rkey, READ behind it: %s",
+	      ibv_wc_status_str(wc.status));
+	for (i = 0; i < 2 && !async_event(ctx, &ev); i++)
+		fatal += ev.event_type == IBV_EVENT_QP_FATAL &&
+			 (ev.element.qp == cli.id->qp || ev.element.qp == srv.id->qp);
+	CHECK(fatal == 2, "async_fd: IBV_EVENT_QP_FATAL for both QPs (%d)", fatal);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		addr = argv[1];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!CHECK(!connect_pair(), "connected pair over %s", addr))
+		return 1;
+	test_port_event(cli.id->verbs);
+	test_query();
+	test_send_imm();
+	test_atomics();
+	test_resize();
+	test_rereg_fatal();
+	printf("%s: %d failure(s)\n", argv[0], failures);
+	return failures ? 1 : 0;
+}
