@@ -134,6 +134,29 @@ int xiw_mr_rereg(struct xiw_mr *mr, int flags, struct xiw_pd *pd, void *addr,
 
 struct xiw_cq;	/* opaque; starts with `struct ibv_cq ibv` */
 struct xiw_qp;	/* opaque; starts with `struct ibv_qp ibv` */
+struct xiw_srq;	/* opaque; starts with `struct ibv_srq ibv` */
+
+/* --------------------------------------------------------------- SRQ --- */
+
+/**
+ * xiw_srq_create() - shared receive queue of attr->attr.max_wr WRs (values
+ * enforced written back); srq_limit > 0 arms IBV_EVENT_SRQ_LIMIT_REACHED.
+ * Return: SRQ or NULL+errno (EINVAL, ENOMEM).
+ */
+struct xiw_srq *xiw_srq_create(struct xiw_pd *pd, struct ibv_srq_init_attr *attr);
+/** xiw_srq_destroy() - Return: 0, or -EBUSY while a QP uses it. */
+int xiw_srq_destroy(struct xiw_srq *srq);
+/** xiw_srq_modify() - IBV_SRQ_LIMIT only (no resize). Return: 0/-EINVAL. */
+int xiw_srq_modify(struct xiw_srq *srq, struct ibv_srq_attr *attr, int mask);
+/** xiw_srq_query() - max_wr, max_sge, srq_limit. Return: 0. */
+int xiw_srq_query(struct xiw_srq *srq, struct ibv_srq_attr *attr);
+/**
+ * xiw_post_srq_recv() - post WRs to @srq (resumes QPs waiting for one).
+ * Return: 0, or -ENOMEM / -EINVAL with *bad the first WR not posted.
+ */
+int xiw_post_srq_recv(struct xiw_srq *srq, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad);
+static inline struct xiw_srq *xiw_srq_from_ibv(struct ibv_srq *s) { return (struct xiw_srq *)s; }
 
 /* ------------------------------------------------- completion channel --- */
 
@@ -234,7 +257,9 @@ int xiw_cq_wait(struct xiw_cq *cq, int nmin, int timeout_ms,
 struct xiw_qp;	/* opaque; starts with `struct ibv_qp ibv` */
 
 /**
- * xiw_qp_create() - an RC QP (iWARP has no UD). State RESET.
+ * xiw_qp_create() - an RC QP (iWARP has no UD). State RESET. With
+ * @attr->srq its receives come from that SRQ (max_recv_wr is ignored,
+ * xiw_post_recv() refuses).
  * Caps are validated against the limits above and written back to
  * @attr->cap (actual values).
  * Return: QP or NULL+errno (EINVAL bad type/caps, ENOMEM).

@@ -11,7 +11,10 @@
  * atomics (fetch-add, compare-swap, original values back); ibv_resize_cq
  * with traffic before and after; ibv_rereg_mr, after which a WRITE with
  * the old rkey is refused by TERMINATE: REM_ACCESS_ERR on the writer and
- * IBV_EVENT_QP_FATAL for both QPs on the async_fd. Every wait is bounded
+ * IBV_EVENT_QP_FATAL for both QPs on the async_fd. The server's QP takes
+ * its receives from an SRQ: ibv_post_recv refused, the SRQ limit event
+ * fires once when the count drops below it, and LAST_WQE_REACHED comes
+ * when that QP enters ERROR. Every wait is bounded
  * (5 s). Prints "ok"/"not ok" lines; exit 0 = all passed.
  */
 #include <errno.h>
@@ -68,6 +71,7 @@ struct end {
 	struct ibv_cq *cq;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
+	struct ibv_srq *srq;
 	uint8_t *buf;
 };
 
@@ -112,6 +116,15 @@ static int setup_qp(struct end *e, struct rdma_cm_id *id)
 	e->mr = ibv_reg_mr(e->pd, e->buf, BUF, IBV_ACCESS_LOCAL_WRITE |
 			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			   IBV_ACCESS_REMOTE_ATOMIC);
+	if (e == &srv) {	/* the server's receives come from an SRQ */
+		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16,
+							  .max_sge = 1 } };
+
+		e->srq = ibv_create_srq(e->pd, &sa);
+		if (!e->srq)
+			return -1;
+		a.srq = e->srq;
+	}
 	a.send_cq = a.recv_cq = e->cq;
 	a.cap.max_send_wr = a.cap.max_recv_wr = 16;
 	a.cap.max_send_sge = a.cap.max_recv_sge = 1;
@@ -171,6 +184,8 @@ static int post_recv(struct end *e, uint64_t id, uint32_t off, uint32_t len)
 	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sg, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
 
+	if (e->srq)
+		return ibv_post_srq_recv(e->srq, &wr, &bad);
 	return ibv_post_recv(e->id->qp, &wr, &bad);
 }
 
@@ -301,6 +316,46 @@ static int write_one(uint64_t id, uint32_t rkey, int then_read,
 	return !ibv_post_send(cli.id->qp, &wr, &bad) && poll1(cli.cq, wc);
 }
 
+static int send_one(uint64_t id, uint32_t len)
+{
+	struct ibv_sge sg = { (uintptr_t)cli.buf, len, cli.mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	return !ibv_post_send(cli.id->qp, &wr, &bad) && poll1(cli.cq, &wc) &&
+	       wc.status == IBV_WC_SUCCESS;
+}
+
+static void test_srq(void)
+{
+	struct ibv_srq_attr sa = { .srq_limit = 2 };
+	struct ibv_recv_wr rwr = { .wr_id = 1 }, *bad;
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+	int got = 0;
+
+	CHECK(ibv_post_recv(srv.id->qp, &rwr, &bad) == EINVAL,
+	      "ibv_post_recv on a QP with an SRQ: EINVAL");
+	for (int i = 0; i < 3; i++)
+		post_recv(&srv, 20 + i, 1024 * i, 1024);
+	CHECK(!ibv_modify_srq(srv.srq, &sa, IBV_SRQ_LIMIT), "arm SRQ limit 2");
+	for (int i = 0; i < 2; i++)
+		got += send_one(30 + i, 100 + i) && poll1(srv.cq, &wc) &&
+		       wc.status == IBV_WC_SUCCESS && wc.wr_id == 20u + i &&
+		       wc.byte_len == 100u + i && wc.qp_num == srv.id->qp->qp_num;
+	CHECK(got == 2, "two SENDs land in SRQ WRs, in order (%d)", got);
+	CHECK(!async_event(srv.id->verbs, &ev) &&
+	      ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
+	      ev.element.srq == srv.srq, "async_fd: SRQ limit reached");
+	CHECK(!ibv_query_srq(srv.srq, &sa) && sa.srq_limit == 0 && sa.max_wr >= 16,
+	      "query_srq: limit disarmed after the event, max_wr %u", sa.max_wr);
+	/* the third WR is still there for the next message */
+	CHECK(send_one(32, 7) && poll1(srv.cq, &wc) && wc.wr_id == 22,
+	      "third SEND takes the remaining SRQ WR");
+}
+
 static void test_resize(void)
 {
 	struct ibv_wc wc;
@@ -319,7 +374,7 @@ static void test_rereg_fatal(void)
 	uint32_t old = srv.mr->rkey;
 	struct ibv_async_event ev;
 	struct ibv_wc wc;
-	int fatal = 0, i;
+	int fatal = 0, last = 0, i;
 
 	int ret = ibv_rereg_mr(srv.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
@@ -330,10 +385,14 @@ static void test_rereg_fatal(void)
 	CHECK(write_one(4, old, 1, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR,
 	      "WRITE with the old rkey, READ behind it: %s",
 	      ibv_wc_status_str(wc.status));
-	for (i = 0; i < 2 && !async_event(ctx, &ev); i++)
+	for (i = 0; i < 3 && !async_event(ctx, &ev); i++) {
 		fatal += ev.event_type == IBV_EVENT_QP_FATAL &&
 			 (ev.element.qp == cli.id->qp || ev.element.qp == srv.id->qp);
+		last += ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED &&
+			ev.element.qp == srv.id->qp;
+	}
 	CHECK(fatal == 2, "async_fd: IBV_EVENT_QP_FATAL for both QPs (%d)", fatal);
+	CHECK(last == 1, "async_fd: IBV_EVENT_QP_LAST_WQE_REACHED for the SRQ's QP");
 }
 
 int main(int argc, char **argv)
@@ -347,6 +406,7 @@ int main(int argc, char **argv)
 	test_query();
 	test_send_imm();
 	test_atomics();
+	test_srq();
 	test_resize();
 	test_rereg_fatal();
 	printf("%s: %d failure(s)\n", argv[0], failures);

@@ -289,6 +289,27 @@ struct xiw_rqe {
 };
 
 /**
+ * struct xiw_srq - a shared receive queue (xiw_srq.c): ring [tail, head)
+ * of posted WRs under @lock; @qps the QPs using it, @nwait how many of
+ * them wait for a WR (qp->srq_wait); @limit the armed limit (0: none).
+ */
+struct xiw_srq {
+	struct ibv_srq ibv;
+	struct xiw_pd *pd;
+	pthread_mutex_t lock;
+	struct xiw_rqe *rq;
+	uint32_t size, mask, max, max_sge;
+	uint32_t head, tail;
+	uint32_t limit;
+	struct xiw_qp **qps;
+	uint32_t nqps, nwait;
+};
+
+int xiw_srq_attach(struct xiw_srq *srq, struct xiw_qp *qp);
+void xiw_srq_detach(struct xiw_srq *srq, struct xiw_qp *qp);
+int xiw_srq_take(struct xiw_srq *srq, struct xiw_qp *qp, struct xiw_rqe *out);
+
+/**
  * struct xiw_irqe - an inbound READ request waiting for its response, or
  * an Atomic Request already executed (@atomic): @resp is its Response
  * body (kept here until sent: the slot is not reused before IRD wraps).
@@ -483,6 +504,10 @@ struct xiw_qp {
 	struct xiw_qp *dm_next;		/* dm lock: active list link */
 
 	pthread_mutex_t rq_lock;
+	struct xiw_srq *srq;		/* receives come from it (rq: the WR
+					 * a message is landing in) */
+	bool srq_wait;			/* srq->lock: waits for an SRQ WR */
+	bool last_wqe;			/* LAST_WQE_REACHED reported */
 	struct xiw_rqe *rq;
 	uint32_t rq_size, rq_mask, rq_max;
 	uint32_t rq_head, rq_tail;
@@ -663,6 +688,8 @@ void xiw_rq_complete(struct xiw_qp *qp, const struct ibv_wc *wc,
  * (xiw_rq_credit_kick). rq_lock not held.
  */
 void xiw_rq_flush(struct xiw_qp *qp);
+/** xiw_rq_srq_kick() - the SRQ got WRs: resume @qp if it waits for one. */
+void xiw_rq_srq_kick(struct xiw_qp *qp);
 /** xiw_rq_credit_kick() - the receive CQ freed slots (see xiw_qp_credit_kick). */
 void xiw_rq_credit_kick(struct xiw_qp *qp);
 /** xiw_rq_waits() - the receive side waits for a WR or a CQE slot. */

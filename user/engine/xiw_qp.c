@@ -108,6 +108,7 @@ static void qp_init_ibv(struct xiw_qp *qp, struct xiw_pd *pd,
 	qp->ibv.pd = &pd->ibv;
 	qp->ibv.send_cq = a->send_cq;
 	qp->ibv.recv_cq = a->recv_cq;
+	qp->ibv.srq = a->srq;
 	qp->ibv.qp_num = atomic_fetch_add(&qp_numbers, 1);
 	qp->ibv.handle = qp->ibv.qp_num;
 	qp->ibv.state = IBV_QPS_RESET;
@@ -129,10 +130,12 @@ struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
 	struct xiw_qp *qp;
 
 	if (!pd || !attr || attr->qp_type != IBV_QPT_RC || !attr->send_cq ||
-	    !attr->recv_cq || attr->srq || !qp_caps_ok(&attr->cap)) {
+	    !attr->recv_cq || !qp_caps_ok(&attr->cap)) {
 		errno = EINVAL;
 		return NULL;
 	}
+	if (attr->srq)	/* its own ring only holds the WR being filled */
+		attr->cap.max_recv_wr = 1;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp || qp_alloc_queues(qp, &attr->cap)) {
 		if (qp)
@@ -161,13 +164,22 @@ struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
 	pthread_cond_init(&qp->ref_cond, NULL);
 	qp_init_ibv(qp, pd, attr);
 	attr->cap.max_send_wr = qp->sq_max;
-	attr->cap.max_recv_wr = qp->rq_max;
+	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq_max;
 	attr->cap.max_send_sge = qp->max_send_sge;
 	attr->cap.max_recv_sge = qp->max_recv_sge;
 	/* listed on its CQs, or a poll could not resume it (credits) */
 	if (xiw_cq_qp_add(qp->scq, qp) ||
 	    (qp->rcq != qp->scq && xiw_cq_qp_add(qp->rcq, qp))) {
 		xiw_cq_qp_del(qp->scq, qp);
+		qp_free_mem(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->srq = attr->srq ? xiw_srq_from_ibv(attr->srq) : NULL;
+	if (qp->srq && xiw_srq_attach(qp->srq, qp)) {
+		xiw_cq_qp_del(qp->scq, qp);
+		if (qp->rcq != qp->scq)
+			xiw_cq_qp_del(qp->rcq, qp);
 		qp_free_mem(qp);
 		errno = ENOMEM;
 		return NULL;
@@ -529,7 +541,7 @@ int xiw_qp_query(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask,
 	attr->port_num = 1;
 	attr->path_mtu = IBV_MTU_1024;
 	attr->cap.max_send_wr = qp->sq_max;
-	attr->cap.max_recv_wr = qp->rq_max;
+	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq_max;
 	attr->cap.max_send_sge = qp->max_send_sge;
 	attr->cap.max_recv_sge = qp->max_recv_sge;
 	attr->cap.max_inline_data = qp->max_inline;
@@ -537,6 +549,7 @@ int xiw_qp_query(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask,
 	init->qp_context = qp->ibv.qp_context;
 	init->send_cq = qp->ibv.send_cq;
 	init->recv_cq = qp->ibv.recv_cq;
+	init->srq = qp->ibv.srq;
 	init->cap = attr->cap;
 	init->qp_type = IBV_QPT_RC;
 	init->sq_sig_all = qp->sig_all;
@@ -896,6 +909,8 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 	bool was_attached, kick_s, kick_r;
 
 	qp_reg_del(qp);		/* the CM finds it by number no more */
+	if (qp->srq)		/* no SRQ post kicks it any more */
+		xiw_srq_detach(qp->srq, qp);
 	xiw_cm_qp_gone(qp);	/* a connect still setting up forgets @qp */
 	pthread_mutex_lock(&qp->tx_lock);
 	was_attached = qp->ever_attached;

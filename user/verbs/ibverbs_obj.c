@@ -160,10 +160,6 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (qp_init_attr->srq) {
-		errno = EOPNOTSUPP;	/* no SRQ can exist yet */
-		return NULL;
-	}
 	qp = xiw_qp_create(xiw_pd_from_ibv(pd), qp_init_attr);
 	return (struct ibv_qp *)qp;
 }
@@ -190,4 +186,30 @@ struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
 	(void)qp;
 	return NULL;
+}
+
+/* --------------------------------------------------------------- SRQ --- */
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
+			       struct ibv_srq_init_attr *srq_init_attr)
+{
+	struct xiw_srq *srq = xiw_srq_create(xiw_pd_from_ibv(pd), srq_init_attr);
+
+	return srq ? (struct ibv_srq *)srq : NULL;
+}
+
+int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		   int srq_attr_mask)
+{
+	return -xiw_srq_modify(xiw_srq_from_ibv(srq), srq_attr, srq_attr_mask);
+}
+
+int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
+{
+	return -xiw_srq_query(xiw_srq_from_ibv(srq), srq_attr);
+}
+
+int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	return -xiw_srq_destroy(xiw_srq_from_ibv(srq));
 }

@@ -43,9 +43,7 @@ static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 static int op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			    struct ibv_recv_wr **bad_wr)
 {
-	(void)srq;
-	*bad_wr = wr;
-	return EOPNOTSUPP;
+	return -xiw_post_srq_recv(xiw_srq_from_ibv(srq), wr, bad_wr);
 }
 
 static int op_query_port(struct ibv_context *context, uint8_t port_num,
@@ -322,10 +320,24 @@ static int op_get_srq_num(struct ibv_srq *srq __unused, uint32_t *num __unused)
 	return EOPNOTSUPP;
 }
 
+/* The basic SRQ only (no XRC, no tag matching). */
 static struct ibv_srq *op_create_srq_ex(struct ibv_context *ctx __unused,
-					struct ibv_srq_init_attr_ex *a __unused)
+					struct ibv_srq_init_attr_ex *a)
 {
-	return enosup_ptr();
+	uint32_t ok = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+	struct ibv_srq_init_attr init;
+	struct ibv_srq *srq;
+
+	if ((a->comp_mask & ~ok) || !(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) ||
+	    ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	     a->srq_type != IBV_SRQT_BASIC))
+		return enosup_ptr();
+	init.srq_context = a->srq_context;
+	init.attr = a->attr;
+	srq = ibv_create_srq(a->pd, &init);
+	if (srq)
+		a->attr = init.attr;
+	return srq;
 }
 
 static struct ibv_xrcd *op_open_xrcd(struct ibv_context *ctx __unused,
