@@ -114,7 +114,25 @@ struct xiw_mr {
 	struct xiw_pd *pd;
 	uint64_t iova;
 	int access;		/* IBV_ACCESS_* */
+	uint32_t mw_bound;	/* memory windows bound to it (dereg: EBUSY) */
+	struct xiw_mr *parent;	/* a memory window's range: its MR */
 };
+
+/**
+ * struct xiw_mw - a type 2 memory window: its own STag (ibv.rkey) whose
+ * table entry is @win, a range of an MR once bound (IBV_WR_BIND_MW),
+ * invalid again after IBV_WR_LOCAL_INV or a peer's SEND with Invalidate.
+ */
+struct xiw_mw {
+	struct ibv_mw ibv;
+	struct xiw_mr win;
+};
+
+/** xiw_mw_alloc() - type 2 only. Return: MW or NULL+errno (EOPNOTSUPP). */
+struct xiw_mw *xiw_mw_alloc(struct xiw_pd *pd, enum ibv_mw_type type);
+/** xiw_mw_dealloc() - Return: 0 or -EINVAL. */
+int xiw_mw_dealloc(struct xiw_mw *mw);
+static inline struct xiw_mw *xiw_mw_from_ibv(struct ibv_mw *m) { return (struct xiw_mw *)m; }
 
 /**
  * xiw_mr_reg() - register [addr, addr+len) with remote address @iova.

@@ -14,7 +14,9 @@
  * IBV_EVENT_QP_FATAL for both QPs on the async_fd. The server's QP takes
  * its receives from an SRQ: ibv_post_recv refused, the SRQ limit event
  * fires once when the count drops below it, and LAST_WQE_REACHED comes
- * when that QP enters ERROR. Every wait is bounded
+ * when that QP enters ERROR. A type 2 memory window bound by a WR takes
+ * a WRITE, pins its MR (dereg: EBUSY) and is invalidated by the peer's
+ * SEND with Invalidate. Every wait is bounded
  * (5 s). Prints "ok"/"not ok" lines; exit 0 = all passed.
  */
 #include <errno.h>
@@ -115,7 +117,7 @@ static int setup_qp(struct end *e, struct rdma_cm_id *id)
 	memset(e->buf, 0, BUF);
 	e->mr = ibv_reg_mr(e->pd, e->buf, BUF, IBV_ACCESS_LOCAL_WRITE |
 			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			   IBV_ACCESS_REMOTE_ATOMIC);
+			   IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND);
 	if (e == &srv) {	/* the server's receives come from an SRQ */
 		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16,
 							  .max_sge = 1 } };
@@ -292,18 +294,19 @@ static void test_atomics(void)
 }
 
 /*
- * A WRITE (signalled, or not and then followed by a READ of the same
- * place): the WC of the last of them in @wc.
+ * A WRITE of 512 bytes to the server's buffer at @off (signalled, or not
+ * and then followed by a READ of the same place): the WC of the last of
+ * them in @wc.
  */
-static int write_one(uint64_t id, uint32_t rkey, int then_read,
-		     struct ibv_wc *wc)
+static int write_at(uint64_t id, uint32_t rkey, uint32_t off, int then_read,
+		    struct ibv_wc *wc)
 {
 	struct ibv_sge sg = { (uintptr_t)cli.buf, 512, cli.mr->lkey };
 	struct ibv_send_wr rd, wr = { .wr_id = id, .sg_list = &sg,
 				      .num_sge = 1,
 				      .opcode = IBV_WR_RDMA_WRITE }, *bad;
 
-	wr.wr.rdma.remote_addr = (uintptr_t)srv.buf + 32768;
+	wr.wr.rdma.remote_addr = (uintptr_t)srv.buf + off;
 	wr.wr.rdma.rkey = rkey;
 	rd = wr;
 	rd.opcode = IBV_WR_RDMA_READ;
@@ -356,6 +359,54 @@ static void test_srq(void)
 	      "third SEND takes the remaining SRQ WR");
 }
 
+static int write_one(uint64_t id, uint32_t rkey, int then_read,
+		     struct ibv_wc *wc)
+{
+	return write_at(id, rkey, 32768, then_read, wc);
+}
+
+static struct ibv_mw *mw;
+
+static void test_mw(void)
+{
+	struct ibv_send_wr bw = { .wr_id = 50, .opcode = IBV_WR_BIND_MW,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_sge sg = { (uintptr_t)cli.buf, 64, cli.mr->lkey };
+	struct ibv_send_wr sw = { .wr_id = 52, .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_INV,
+				  .send_flags = IBV_SEND_SIGNALED };
+	uint32_t rkey;
+	struct ibv_wc wc;
+	int ret;
+
+	mw = ibv_alloc_mw(srv.pd, IBV_MW_TYPE_2);
+	if (!CHECK(mw && mw->type == IBV_MW_TYPE_2, "ibv_alloc_mw type 2"))
+		return;
+	rkey = ibv_inc_rkey(mw->rkey);
+	bw.bind_mw.mw = mw;
+	bw.bind_mw.rkey = rkey;
+	bw.bind_mw.bind_info.mr = srv.mr;
+	bw.bind_mw.bind_info.addr = (uintptr_t)srv.buf + 40960;
+	bw.bind_mw.bind_info.length = 4096;
+	bw.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	ret = ibv_post_send(srv.id->qp, &bw, &bad);
+	CHECK(!ret && poll1(srv.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_BIND_MW && mw->rkey == rkey,
+	      "IBV_WR_BIND_MW: window over 4 KB, rkey 0x%x", rkey);
+	CHECK(ibv_dereg_mr(srv.mr) == EBUSY, "ibv_dereg_mr of the bound MR: EBUSY");
+	memset(cli.buf, 'w', 512);
+	CHECK(write_at(51, rkey, 40960 + 1024, 0, &wc) &&
+	      wc.status == IBV_WC_SUCCESS && srv.buf[40960 + 1024 + 511] == 'w',
+	      "WRITE through the window lands");
+	post_recv(&srv, 53, 0, 1024);
+	sw.invalidate_rkey = rkey;
+	ret = ibv_post_send(cli.id->qp, &sw, &bad);
+	CHECK(!ret && poll1(cli.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      poll1(srv.cq, &wc) && wc.wr_id == 53 &&
+	      (wc.wc_flags & IBV_WC_WITH_INV) && wc.invalidated_rkey == rkey,
+	      "SEND with Invalidate: receiver's WC names the window's rkey");
+}
+
 static void test_resize(void)
 {
 	struct ibv_wc wc;
@@ -367,7 +418,10 @@ static void test_resize(void)
 	      "traffic after resize");
 }
 
-/* rereg: the old rkey is dead; a WRITE with it ends the connection. */
+/*
+ * rereg: a new rkey that works; then the invalidated window's rkey is
+ * refused and ends the connection (the MW is gone: the last test).
+ */
 static void test_rereg_fatal(void)
 {
 	struct ibv_context *ctx = cli.id->verbs;
@@ -377,13 +431,17 @@ static void test_rereg_fatal(void)
 	int fatal = 0, last = 0, i;
 
 	int ret = ibv_rereg_mr(srv.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
-			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+			       IBV_ACCESS_REMOTE_WRITE);
 
 	CHECK(!ret && srv.mr->rkey != old, "ibv_rereg_mr: new rkey 0x%x (was 0x%x)",
 	      srv.mr->rkey, old);
+	CHECK(write_one(5, srv.mr->rkey, 0, &wc) && wc.status == IBV_WC_SUCCESS,
+	      "WRITE with the new rkey");
 	/* a WRITE completes once sent: the READ behind it gets the refusal */
-	CHECK(write_one(4, old, 1, &wc) && wc.status == IBV_WC_REM_ACCESS_ERR,
-	      "WRITE with the old rkey, READ behind it: %s",
+	CHECK(mw && write_at(4, mw->rkey, 40960, 1, &wc) &&
+	      wc.status == IBV_WC_REM_ACCESS_ERR,
+	      "WRITE through the invalidated window, READ behind it: %s",
 	      ibv_wc_status_str(wc.status));
 	for (i = 0; i < 3 && !async_event(ctx, &ev); i++) {
 		fatal += ev.event_type == IBV_EVENT_QP_FATAL &&
@@ -407,8 +465,10 @@ int main(int argc, char **argv)
 	test_send_imm();
 	test_atomics();
 	test_srq();
+	test_mw();
 	test_resize();
 	test_rereg_fatal();
+	CHECK(mw && !ibv_dealloc_mw(mw), "ibv_dealloc_mw");
 	printf("%s: %d failure(s)\n", argv[0], failures);
 	return failures ? 1 : 0;
 }

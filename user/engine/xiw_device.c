@@ -294,6 +294,9 @@ void xiw_device_query(const struct xiw_device *dev, struct ibv_device_attr *attr
 	attr->max_qp_init_rd_atom = XIW_MAX_ORD;
 	attr->max_res_rd_atom = XIW_MAX_OBJS * XIW_MAX_IRD;
 	attr->atomic_cap = IBV_ATOMIC_HCA;
+	attr->max_mw = XIW_MAX_OBJS;
+	attr->device_cap_flags = IBV_DEVICE_MEM_WINDOW |
+				 IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	attr->max_srq = XIW_MAX_OBJS;
 	attr->max_srq_wr = XIW_MAX_QP_WR;
 	attr->max_srq_sge = XIW_MAX_SGE;

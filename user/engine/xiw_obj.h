@@ -123,6 +123,10 @@ void xiw_pd_put(struct xiw_pd *pd);
 int xiw_mr_check(uint32_t stag, const struct xiw_pd *pd, int access,
 		 uint64_t to, uint64_t len, bool remote, void **addr);
 
+/** xiw_mw_bind() - see xiw_mr.c (a bind WR at the head of the SQ). */
+int xiw_mw_bind(struct xiw_mw *mw, const struct xiw_pd *pd, uint32_t rkey,
+		struct xiw_mr *mr, uint64_t addr, uint64_t len, int access);
+
 /**
  * xiw_mr_invalidate() - invalidate @stag (RFC 5040 §6.10 SEND with
  * Invalidate). Further checks fail with -ENOENT until the MR is freed.
@@ -272,6 +276,12 @@ struct xiw_sqe {
 	uint8_t state;
 	uint8_t fail_st;		/* != 0: its WC gets this status, not
 					 * FLUSH_ERR (refused by TERMINATE) */
+	uint8_t local_st;		/* a local WR (bind, local invalidate)
+					 * done with this status */
+	struct xiw_mw *mw;		/* IBV_WR_BIND_MW: the window ... */
+	struct xiw_mr *bmr;		/* ... the MR, range raddr/blen */
+	uint64_t blen;
+	int bacc;
 	bool resv;			/* holds a CQE slot of the send CQ */
 	bool zc;			/* payload went (partly) with MSG_ZEROCOPY */
 	uint32_t zc_id;			/* ... released with this llp zc id */

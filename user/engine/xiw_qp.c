@@ -205,6 +205,10 @@ static enum ibv_wc_opcode wc_opcode(uint32_t wr_opcode)
 		return IBV_WC_FETCH_ADD;
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 		return IBV_WC_COMP_SWAP;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
 	default:
 		return IBV_WC_SEND;
 	}
@@ -228,7 +232,9 @@ static bool sq_complete(struct xiw_qp *qp, struct xiw_sqe *e,
 {
 	struct ibv_wc wc = {
 		.wr_id = e->wr_id,
-		.status = e->fail_st ? (enum ibv_wc_status)e->fail_st : st,
+		.status = e->fail_st ? (enum ibv_wc_status)e->fail_st :
+			  st == IBV_WC_SUCCESS && e->local_st ?
+			  (enum ibv_wc_status)e->local_st : st,
 		.opcode = wc_opcode(e->opcode),
 		.byte_len = e->len,
 		.qp_num = qp->ibv.qp_num,

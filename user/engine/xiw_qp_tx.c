@@ -43,9 +43,22 @@ static int sqe_opcode_ok(const struct ibv_send_wr *wr)
 		    (wr->wr.atomic.remote_addr & 7))
 			return -EINVAL;
 		return 0;
-	default:	/* MW binds: no */
+	case IBV_WR_BIND_MW:	/* type 2 windows (ibv_alloc_mw) */
+		if (!wr->bind_mw.mw || wr->bind_mw.mw->type != IBV_MW_TYPE_2 ||
+		    !wr->bind_mw.bind_info.mr || wr->num_sge)
+			return -EINVAL;
+		return 0;
+	case IBV_WR_LOCAL_INV:
+		return wr->num_sge ? -EINVAL : 0;
+	default:
 		return -EINVAL;
 	}
+}
+
+/* Bind and local invalidate act on the STag table, nothing goes out. */
+static bool sqe_is_local(uint32_t opcode)
+{
+	return opcode == IBV_WR_BIND_MW || opcode == IBV_WR_LOCAL_INV;
 }
 
 static bool sqe_is_atomic(uint32_t opcode)
@@ -123,6 +136,23 @@ static int sqe_copy_sges(struct xiw_qp *qp, struct xiw_sqe *e,
 	return 0;
 }
 
+/*
+ * IBV_WR_BIND_MW: the window gets its new rkey now (the application
+ * reads mw->rkey after posting, as with rdma-core providers); the bind
+ * itself happens in SQ order (msg_sq_local).
+ */
+static void sqe_bind(struct xiw_sqe *e, const struct ibv_send_wr *wr)
+{
+	const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+
+	e->mw = xiw_mw_from_ibv(wr->bind_mw.mw);
+	e->bmr = xiw_mr_from_ibv(b->mr);
+	e->raddr = b->addr;
+	e->blen = b->length;
+	e->bacc = (int)b->mw_access_flags;
+	wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
+}
+
 static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
 {
 	uint32_t slot = qp->sq_head & qp->sq_mask;
@@ -140,12 +170,18 @@ static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
 	ret = inl ? sqe_copy_inline(qp, e, wr, slot) : sqe_copy_sges(qp, e, wr);
 	if (ret)
 		return ret;
+	e->local_st = 0;
+	if (wr->opcode == IBV_WR_BIND_MW)
+		sqe_bind(e, wr);
 	e->wr_id = wr->wr_id;
 	e->opcode = wr->opcode;
 	e->flags = wr->send_flags;
-	e->raddr = wr->wr.rdma.remote_addr;
-	e->rkey = wr->wr.rdma.rkey;
-	e->inv_stag = wr->opcode == IBV_WR_SEND_WITH_INV ? wr->invalidate_rkey : 0;
+	if (wr->opcode != IBV_WR_BIND_MW)
+		e->raddr = wr->wr.rdma.remote_addr;
+	e->rkey = wr->opcode == IBV_WR_BIND_MW ? wr->bind_mw.rkey :
+						  wr->wr.rdma.rkey;
+	e->inv_stag = wr->opcode == IBV_WR_SEND_WITH_INV ||
+		      wr->opcode == IBV_WR_LOCAL_INV ? wr->invalidate_rkey : 0;
 	memset(e->imm, 0, sizeof(e->imm));
 	if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
 	    wr->opcode == IBV_WR_SEND_WITH_IMM)	/* network order */
@@ -477,12 +513,46 @@ static bool sqe_credit(struct xiw_qp *qp, struct xiw_sqe *e)
 	return true;
 }
 
+/*
+ * Bind / local invalidate at the SQ head (in posting order, behind what
+ * was sent before): act on the STag table and complete (IBV_WC_BIND_MW /
+ * IBV_WC_LOCAL_INV; a refused one with IBV_WC_MW_BIND_ERR /
+ * IBV_WC_LOC_PROT_ERR). Return: false if its CQE slot must be waited for.
+ */
+static bool msg_sq_local(struct xiw_qp *qp, struct xiw_sqe *e)
+{
+	int ret;
+
+	if (!sqe_credit(qp, e))
+		return false;
+	if (e->opcode == IBV_WR_BIND_MW) {
+		ret = xiw_mw_bind(e->mw, qp->pd, e->rkey, e->bmr, e->raddr,
+				  e->blen, e->bacc);
+		e->local_st = ret ? IBV_WC_MW_BIND_ERR : 0;
+	} else {
+		ret = xiw_mr_invalidate(e->inv_stag, qp->pd);
+		e->local_st = ret ? IBV_WC_LOC_PROT_ERR : 0;
+	}
+	e->state = XIW_SQE_DONE;
+	qp->sq_tx++;
+	xiw_qp_sq_retire(qp);
+	return true;
+}
+
 /* Start the next SQ WR if ORD, fencing and credits allow; false otherwise. */
 static bool msg_sq(struct xiw_qp *qp)
 {
 	struct xiw_sqe *e = &qp->sq[qp->sq_tx & qp->sq_mask];
 	uint32_t reads = qp->orq_head - qp->orq_tail;
 	struct xiw_fpdu_hdr h;
+
+	while (sqe_is_local(e->opcode)) {
+		if (!msg_sq_local(qp, e))
+			return false;
+		if (qp->sq_tx == __atomic_load_n(&qp->sq_head, __ATOMIC_ACQUIRE))
+			return false;
+		e = &qp->sq[qp->sq_tx & qp->sq_mask];
+	}
 
 	if ((sqe_is_request(e->opcode) && reads >= qp->ord) ||
 	    ((e->flags & IBV_SEND_FENCE) && reads) || !sqe_credit(qp, e))

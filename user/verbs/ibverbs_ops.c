@@ -128,21 +128,24 @@ static void *op_compat_dummy(void)
 	return enosup_ptr();
 }
 
-static struct ibv_mw *op_alloc_mw(struct ibv_pd *pd __unused,
-				  enum ibv_mw_type type __unused)
+/* Type 2 memory windows: bound by IBV_WR_BIND_MW (ibv_post_send). */
+static struct ibv_mw *op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
-	return enosup_ptr();
+	struct xiw_mw *mw = xiw_mw_alloc(xiw_pd_from_ibv(pd), type);
+
+	return mw ? &mw->ibv : NULL;
 }
 
+/* ibv_bind_mw(3) binds type 1 windows, which xiwarp does not have. */
 static int op_bind_mw(struct ibv_qp *qp __unused, struct ibv_mw *mw __unused,
 		      struct ibv_mw_bind *mw_bind __unused)
 {
 	return EOPNOTSUPP;
 }
 
-static int op_dealloc_mw(struct ibv_mw *mw __unused)
+static int op_dealloc_mw(struct ibv_mw *mw)
 {
-	return EOPNOTSUPP;
+	return -xiw_mw_dealloc(xiw_mw_from_ibv(mw));
 }
 
 static int op_advise_mr(struct ibv_pd *pd __unused,
