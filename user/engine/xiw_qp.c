@@ -528,8 +528,10 @@ int xiw_qp_modify(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask)
 }
 
 /**
- * xiw_qp_query() - current attributes: state, caps, ORD/IRD, access flags;
- * @init gets the creation attributes (with the enforced caps).
+ * xiw_qp_query() - current attributes: state, caps (max_inline_data,
+ * max_recv_wr 0 on an SRQ), ORD/IRD, access flags, the port's MTU, IB's
+ * retry defaults (TCP retransmits for iWARP); @init gets the creation
+ * attributes (enforced caps, SRQ).
  * Return: 0.
  */
 int xiw_qp_query(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask,
@@ -546,6 +548,18 @@ int xiw_qp_query(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask,
 	attr->qp_access_flags = qp->access;
 	attr->port_num = 1;
 	attr->path_mtu = IBV_MTU_1024;
+	if (qp->pd->dev) {	/* the port's MTU (an Ethernet interface's) */
+		struct ibv_port_attr pa;
+
+		xiw_port_query(qp->pd->dev, &pa);
+		attr->path_mtu = pa.active_mtu;
+	}
+	/* TCP retransmits for iWARP: report the IB defaults rdma_cm sets */
+	attr->timeout = 14;
+	attr->retry_cnt = 7;
+	attr->rnr_retry = 7;
+	attr->sq_draining = 0;
+	attr->ah_attr.port_num = 1;
 	attr->cap.max_send_wr = qp->sq_max;
 	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq_max;
 	attr->cap.max_send_sge = qp->max_send_sge;

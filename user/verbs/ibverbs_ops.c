@@ -72,6 +72,8 @@ static int op_query_device_ex(struct ibv_context *context,
 		return EINVAL;
 	memset(&ex, 0, sizeof(ex));
 	xiw_device_query(xiw_ctx_dev(context), &ex.orig_attr);
+	/* the extended flags repeat the 32 classic ones (rdma-core) */
+	ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
 	memcpy(attr, &ex, n);
 	return 0;
 }
