@@ -20,7 +20,7 @@ static void async_post(struct ibv_context *ctx, struct ibv_async_event *ev)
 {
 	xiw_async_fn fn = atomic_load(&async_handler);
 
-	xiw_log(XIW_LOG_INFO, "async event %d", ev->event_type);
+	xiw_log(XIW_LOG_DEBUG, "async event %d", ev->event_type);
 	if (fn && ctx)
 		fn(ctx, ev);
 }
