@@ -62,6 +62,11 @@ enum { XIW_AOP_FETCH_ADD = 0, XIW_AOP_SWAP = 1, XIW_AOP_CMP_SWAP = 2 };
 				 * data+mask, compare data+mask */
 #define XIW_ATOMIC_RESP_LEN 12	/* original ReqID, original value */
 
+/* xiw_atomic.c: the responder's side of an Atomic Request body */
+bool xiw_atomic_valid(const uint8_t body[XIW_ATOMIC_REQ_LEN]);
+uint64_t xiw_atomic_masked_add(uint64_t a, uint64_t b, uint64_t mask);
+uint64_t xiw_atomic_exec(const uint8_t body[XIW_ATOMIC_REQ_LEN], uint64_t *p);
+
 #define XIW_IMM_LEN 8		/* RFC 7306: immediate data octets */
 
 /* DDP untagged queue numbers (RFC 5040 §5.1) */

@@ -375,45 +375,6 @@ static void rreq_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 	xiw_tx_unlock(qp);
 }
 
-/* RFC 7306 §5.1: add with carries stopped at the fields @mask ends. */
-static uint64_t atomic_masked_add(uint64_t a, uint64_t b, uint64_t mask)
-{
-	uint64_t r = 0, carry = 0;
-
-	for (int i = 0; i < 64; i++) {
-		uint64_t sum = ((a >> i) & 1) + ((b >> i) & 1) + carry;
-
-		r |= (sum & 1) << i;
-		carry = (mask >> i) & 1 ? 0 : sum >> 1;
-	}
-	return r;
-}
-
-/*
- * Execute the Atomic Request in rxs.atom on @p (8-byte aligned, checked)
- * as one 64-bit atomic step. Return: the original value.
- */
-static uint64_t atomic_exec(const uint8_t *b, uint64_t *p)
-{
-	uint32_t aop = xiw_get_be32(b) & 0xf;
-	uint64_t add_swap = xiw_get_be64(b + 20), as_mask = xiw_get_be64(b + 28);
-	uint64_t cmp = xiw_get_be64(b + 36), cmp_mask = xiw_get_be64(b + 44);
-	uint64_t old = __atomic_load_n(p, __ATOMIC_ACQUIRE), nv;
-
-	do {
-		if (aop == XIW_AOP_FETCH_ADD)
-			nv = as_mask ? atomic_masked_add(old, add_swap, as_mask) :
-				       old + add_swap;
-		else if (aop == XIW_AOP_CMP_SWAP && ((old ^ cmp) & cmp_mask))
-			return old;	/* no match: nothing written */
-		else
-			nv = (old & ~as_mask) | (add_swap & as_mask);
-	} while (!__atomic_compare_exchange_n(p, &old, nv, false,
-					      __ATOMIC_ACQ_REL,
-					      __ATOMIC_ACQUIRE));
-	return old;
-}
-
 /*
  * Atomic Request complete: check the target (REMOTE_ATOMIC, 8 bytes,
  * aligned; RFC 7306 §5.1), execute it and queue its Response on the IRQ
@@ -422,13 +383,12 @@ static uint64_t atomic_exec(const uint8_t *b, uint64_t *p)
 static int atomic_req_done(struct xiw_qp *qp)
 {
 	const uint8_t *b = qp->rxs.atom;
-	uint32_t aop = xiw_get_be32(b) & 0xf;
 	uint64_t to = xiw_get_be64(b + 12), orig;
 	struct xiw_irqe *e;
 	void *p;
 	int ret;
 
-	if (aop > XIW_AOP_CMP_SWAP)
+	if (!xiw_atomic_valid(b))
 		return XIW_T_RDMAP_UNEXP_OP;
 	ret = xiw_mr_check(xiw_get_be32(b + 8), qp->pd, IBV_ACCESS_REMOTE_ATOMIC,
 			   to, 8, true, &p);
@@ -437,7 +397,7 @@ static int atomic_req_done(struct xiw_qp *qp)
 	if ((uintptr_t)p & 7)
 		return XIW_T_RDMAP_BOUNDS;
 	qp->rxs.rd_msn++;
-	orig = atomic_exec(b, p);
+	orig = xiw_atomic_exec(b, p);
 	pthread_mutex_lock(&qp->tx_lock);
 	if (atomic_load(&qp->state) == IBV_QPS_RTS) {
 		e = &qp->irq[qp->irq_head++ & (XIW_IRQ_SIZE - 1)];
