@@ -48,10 +48,32 @@ struct {
 	__type(value, struct xiw_sk_ack);
 } xiw_sk_ack2 SEC(".maps");
 
+/*
+ * The registered sockets as bpftool can list them (socket storage cannot
+ * be iterated from user space): key = the kernel's socket cookie, value =
+ * a copy of the socket's state, refreshed once per round trip (RTT_CB)
+ * and at every event, removed when the socket closes. Shared and pinned
+ * like xiw_sk_ack2 (xiw_sk_view2 in the host's /sys/fs/bpf/xiwarp).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct xiw_sk_ack);
+} xiw_sk_view2 SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
 } xiw_ack_events SEC(".maps");
+
+static __always_inline void view_update(struct bpf_sock_ops *skops,
+					struct xiw_sk_ack *st)
+{
+	__u64 key = bpf_get_socket_cookie(skops);
+
+	bpf_map_update_elem(&xiw_sk_view2, &key, st, BPF_ANY);
+}
 
 static __always_inline void emit(struct xiw_sk_ack *st, __u64 bytes_acked,
 				 __u16 type, __u16 state)
@@ -156,12 +178,19 @@ int xiw_sockops(struct bpf_sock_ops *skops)
 		bpf_sock_ops_enable_tx_tstamp(bpf_cast_to_kern_ctx(skops), 0);
 		break;
 	case BPF_SOCK_OPS_STATE_CB:
-		if (skops->args[1] == BPF_TCP_CLOSE)
+		if (skops->args[1] == BPF_TCP_CLOSE) {
+			__u64 key = bpf_get_socket_cookie(skops);
+
 			emit(st, skops->bytes_acked, XIW_ACK_EV_CLOSE,
 			     BPF_TCP_CLOSE);
+			bpf_map_delete_elem(&xiw_sk_view2, &key);
+		}
 		break;
 	default:
 		on_ack(skops, sk, st);
+		/* the listing: once per round trip, and when an event fired */
+		if (skops->op == BPF_SOCK_OPS_RTT_CB || !st->armed)
+			view_update(skops, st);
 	}
 	return 1;
 }

@@ -16,6 +16,9 @@ PKGS=(
   libibverbs-dev librdmacm-dev rdmacm-utils ibverbs-utils perftest
   # network tests, wire check, benchmarks
   iproute2 tshark iperf3 sockperf libfabric-bin procps psmisc socat ethtool
+  # more unmodified RDMA programs (tests/netns/apps_*.sh): qperf, fio's
+  # rdma ioengine, uDAPL's dtest/dapltest (libdapl2 + dat.conf entry)
+  qperf fio dapl2-utils libdapl2
   # siw interop tier (tests/interop): qemu guest with the kernel's siw,
   # built by ../shared/siw-peer/build.sh (which adds linux-headers itself)
   qemu-system-x86 cpio kmod xz-utils zstd python3

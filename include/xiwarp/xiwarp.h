@@ -114,7 +114,25 @@ struct xiw_mr {
 	struct xiw_pd *pd;
 	uint64_t iova;
 	int access;		/* IBV_ACCESS_* */
+	uint32_t mw_bound;	/* memory windows bound to it (dereg: EBUSY) */
+	struct xiw_mr *parent;	/* a memory window's range: its MR */
 };
+
+/**
+ * struct xiw_mw - a type 2 memory window: its own STag (ibv.rkey) whose
+ * table entry is @win, a range of an MR once bound (IBV_WR_BIND_MW),
+ * invalid again after IBV_WR_LOCAL_INV or a peer's SEND with Invalidate.
+ */
+struct xiw_mw {
+	struct ibv_mw ibv;
+	struct xiw_mr win;
+};
+
+/** xiw_mw_alloc() - type 2 only. Return: MW or NULL+errno (EOPNOTSUPP). */
+struct xiw_mw *xiw_mw_alloc(struct xiw_pd *pd, enum ibv_mw_type type);
+/** xiw_mw_dealloc() - Return: 0 or -EINVAL. */
+int xiw_mw_dealloc(struct xiw_mw *mw);
+static inline struct xiw_mw *xiw_mw_from_ibv(struct ibv_mw *m) { return (struct xiw_mw *)m; }
 
 /**
  * xiw_mr_reg() - register [addr, addr+len) with remote address @iova.
@@ -124,9 +142,39 @@ struct xiw_mr *xiw_mr_reg(struct xiw_pd *pd, void *addr, size_t len,
 			  uint64_t iova, int access);
 /** xiw_mr_dereg() - Return: 0 or -errno. The STag is invalid afterwards. */
 int xiw_mr_dereg(struct xiw_mr *mr);
+/**
+ * xiw_mr_rereg() - ibv_rereg_mr(3) in place: IBV_REREG_MR_CHANGE_* @flags
+ * select new translation (@addr, @len; iova = @addr), PD, access. The
+ * STag gets a new key (the old one stops working). Return: 0 or -EINVAL.
+ */
+int xiw_mr_rereg(struct xiw_mr *mr, int flags, struct xiw_pd *pd, void *addr,
+		 size_t len, int access);
 
 struct xiw_cq;	/* opaque; starts with `struct ibv_cq ibv` */
 struct xiw_qp;	/* opaque; starts with `struct ibv_qp ibv` */
+struct xiw_srq;	/* opaque; starts with `struct ibv_srq ibv` */
+
+/* --------------------------------------------------------------- SRQ --- */
+
+/**
+ * xiw_srq_create() - shared receive queue of attr->attr.max_wr WRs (values
+ * enforced written back); srq_limit > 0 arms IBV_EVENT_SRQ_LIMIT_REACHED.
+ * Return: SRQ or NULL+errno (EINVAL, ENOMEM).
+ */
+struct xiw_srq *xiw_srq_create(struct xiw_pd *pd, struct ibv_srq_init_attr *attr);
+/** xiw_srq_destroy() - Return: 0, or -EBUSY while a QP uses it. */
+int xiw_srq_destroy(struct xiw_srq *srq);
+/** xiw_srq_modify() - IBV_SRQ_LIMIT only (no resize). Return: 0/-EINVAL. */
+int xiw_srq_modify(struct xiw_srq *srq, struct ibv_srq_attr *attr, int mask);
+/** xiw_srq_query() - max_wr, max_sge, srq_limit. Return: 0. */
+int xiw_srq_query(struct xiw_srq *srq, struct ibv_srq_attr *attr);
+/**
+ * xiw_post_srq_recv() - post WRs to @srq (resumes QPs waiting for one).
+ * Return: 0, or -ENOMEM / -EINVAL with *bad the first WR not posted.
+ */
+int xiw_post_srq_recv(struct xiw_srq *srq, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad);
+static inline struct xiw_srq *xiw_srq_from_ibv(struct ibv_srq *s) { return (struct xiw_srq *)s; }
 
 /* ------------------------------------------------- completion channel --- */
 
@@ -177,6 +225,12 @@ int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc);
  * solicited or error CQE) writes one event to the channel. Return: 0/-errno.
  */
 int xiw_cq_req_notify(struct xiw_cq *cq, int solicited_only);
+/**
+ * xiw_cq_resize() - ibv_resize_cq(3): at least @cqe entries (power of
+ * two), queued WCs kept. Return: 0, -EINVAL (too small for what is
+ * queued/reserved, or out of range), -ENOMEM.
+ */
+int xiw_cq_resize(struct xiw_cq *cq, int cqe);
 /** xiw_cq_ack_events() - account @n events returned by the channel. */
 void xiw_cq_ack_events(struct xiw_cq *cq, unsigned int n);
 
@@ -221,7 +275,9 @@ int xiw_cq_wait(struct xiw_cq *cq, int nmin, int timeout_ms,
 struct xiw_qp;	/* opaque; starts with `struct ibv_qp ibv` */
 
 /**
- * xiw_qp_create() - an RC QP (iWARP has no UD). State RESET.
+ * xiw_qp_create() - an RC QP (iWARP has no UD). State RESET. With
+ * @attr->srq its receives come from that SRQ (max_recv_wr is ignored,
+ * xiw_post_recv() refuses).
  * Caps are validated against the limits above and written back to
  * @attr->cap (actual values).
  * Return: QP or NULL+errno (EINVAL bad type/caps, ENOMEM).
@@ -242,6 +298,14 @@ int xiw_qp_destroy(struct xiw_qp *qp);
 int xiw_qp_modify(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask);
 int xiw_qp_query(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask,
 		 struct ibv_qp_init_attr *init);
+/**
+ * xiw_qp_lookup() - the QP numbered @qpn of context @ctx (what the kernel's
+ * iw_cm finds with iw_get_qp(): rdma_connect/rdma_accept with no QP on the
+ * id and conn_param->qp_num set, e.g. `rping -q`). No reference is taken:
+ * the application owns the QP and must not destroy it meanwhile.
+ * Return: the QP, or NULL (no such QP, or one of another context).
+ */
+struct xiw_qp *xiw_qp_lookup(struct ibv_context *ctx, uint32_t qpn);
 /**
  * xiw_post_send() / xiw_post_recv() - post a WR chain. Never blocks.
  * The CQs are not checked: one smaller than the queue is allowed. A WR
@@ -358,6 +422,23 @@ void *xiw_alloc(size_t len);
 void xiw_free(void *p);
 /** xiw_alloc_is_umem() - [@p, @p+@len) lies in the umem arena. */
 bool xiw_alloc_is_umem(const void *p, size_t len);
+
+/* ---------------------------------------------------- async events --- */
+
+/**
+ * xiw_async_fn - receives every asynchronous event of the engine's objects
+ * (IBV_EVENT_QP_FATAL when a QP's stream fails: TERMINATE sent or
+ * received, reset, LLP error; IBV_EVENT_QP_LAST_WQE_REACHED for a QP on
+ * an SRQ entering ERROR; IBV_EVENT_SRQ_LIMIT_REACHED; IBV_EVENT_CQ_ERR;
+ * IBV_EVENT_PORT_ACTIVE). Runs in the engine thread that noticed the
+ * event: must not block.
+ */
+typedef void (*xiw_async_fn)(struct ibv_context *ctx,
+			     const struct ibv_async_event *ev);
+/** xiw_async_set_handler() - install the handler (the verbs drop-in). */
+void xiw_async_set_handler(xiw_async_fn fn);
+/** xiw_async_port() - report a port event on @ctx (e.g. at open). */
+void xiw_async_port(struct ibv_context *ctx, int port, enum ibv_event_type type);
 
 /* ---------------------------------------------------------- logging --- */
 

@@ -7,17 +7,22 @@
 #          congestion control in both namespaces: a signalled 4 KB WRITE
 #          (three segments, acknowledged by two ACKs) completes after
 #          >= one RTT in ack mode (both seed 000 methods) but less than
-#          RTT + 2.5 ms later (median of 5), every completion came from a
+#          RTT + 2.5 ms later (median of 7), every completion came from a
 #          sockops event (the client's debug log shows no completion by
-#          the 5 ms backstop timer, which would make it RTT + 5), and no
-#          sample, the first after connection setup included, reaches
-#          1.5 RTT (the peer's delayed ACK would make it 2 RTT); well
+#          the 5 ms backstop timer, which would make it RTT + 5), and at
+#          most 2 of the 7 samples reach 1.5 RTT (a peer that delays its
+#          ACK would make every one 2 RTT). Not "none": when the peer
+#          process does not run for ~40 ms (2 vCPUs under a full `make
+#          test`, ASan), its kernel's delayed-ACK timer (40 ms minimum)
+#          acknowledges the WR's last segment before the engine's
+#          TCP_QUICKACK can: the completion is then correctly late (it
+#          waits for the ACK), once measured 87 ms = RTT + 40 + 7. Well
 #          before the RTT in copy mode; the server checks the bytes. Reno
 #          because BBR, the default here, paces the WR's last segment a
 #          few ms behind its first on this link: the completion cannot
 #          precede the ACK of a byte not yet sent.
 #  lat-cc  the same ack-mode WRITEs with the namespaces' default
-#          congestion control (BBR here): every sample < 1.5 RTT, none
+#          congestion control (BBR here): at most 2 of 7 >= 1.5 RTT, none
 #          completed by the backstop timer (the paced segments are
 #          acknowledged one by one: an ACK per segment).
 #  lat-zc  one 8 KB WRITE in copy mode goes zero-copy (XIW_ZCOPY_MIN=8192)
@@ -87,8 +92,9 @@ delay_on() { xiw_delay_on "$DELAY" "$ROOT/$BUILD/tests/netns/xiw_delayfwd"; }
 delay_off() { xiw_delay_off; }
 
 # run_lat NAME ENV...: one server + one lat client; LAT = the median (us),
-# LATMAX = the largest sample (us), BACKSTOP = completions the ack-mode
-# backstop timer made (needs XIW_LOG=debug)
+# LATMAX = the largest sample (us), LATSLOW = samples >= 1.5 RTT,
+# BACKSTOP = completions the ack-mode backstop timer made (needs
+# XIW_LOG=debug)
 run_lat() {
 	local name=$1 srv cli spid rc lat
 	shift
@@ -100,12 +106,14 @@ run_lat() {
 	xiw_wait_listen A $port 10 "$spid" || { failc "$name: no listener"; return 1; }
 	# shellcheck disable=SC2086
 	xiw_in B env "$@" timeout 60 "$BIN" -c "$XIW_IP_A" -p $port -t lat -m 4 \
-		${LAT_ARGS:--l 4096 -k 5} >"$cli" 2>&1
+		${LAT_ARGS:--l 4096 -k 7} >"$cli" 2>&1
 	rc=$?
 	xiw_wait_pid "$spid" 20 || rc=1
 	lat=$(sed -n 's/^lat_us=//p' "$cli")
 	LAT=$lat
 	LATMAX=$(sed -n 's/^write [0-9]* B: \([0-9]*\) us$/\1/p' "$cli" | sort -n | tail -n 1)
+	LATSLOW=$(sed -n 's/^write [0-9]* B: \([0-9]*\) us$/\1/p' "$cli" |
+		awk -v lim=$((3 * DELAY * 1000)) '$1 >= lim { n++ } END { print n + 0 }')
 	BACKSTOP=$(grep -c "backstop completed" "$cli")
 	if [ $rc -ne 0 ] || [ -z "$lat" ] || ! grep -q "data ok" "$srv"; then
 		failc "$name: client/server failed"
@@ -121,18 +129,19 @@ set_cc() {
 		xiw_in B sysctl -qw net.ipv4.tcp_congestion_control="$1"
 }
 
-# lat_ack_check NAME MEDIAN MAX BACKSTOP RTT_US: the ack-mode bounds of lat-*
+# lat_ack_check NAME MEDIAN MAX BACKSTOP RTT_US SLOW: the ack-mode bounds
+# of lat-* (SLOW: samples >= 1.5 RTT)
 lat_ack_check() {
-	local name=$1 med=$2 max=$3 bs=$4 rtt_us=$5
+	local name=$1 med=$2 max=$3 bs=$4 rtt_us=$5 slow=$6
 	if [ "$med" -ge "$rtt_us" ] && [ "$med" -lt $((rtt_us + 2500)) ]; then
 		pass "$name: median ${med} us >= RTT ${rtt_us} us and < RTT + 2.5 ms"
 	else
 		failc "$name: median ${med} us, want >= RTT ${rtt_us} us and < RTT + 2.5 ms"
 	fi
-	if [ "$max" -lt $((rtt_us * 3 / 2)) ]; then
-		pass "$name: slowest of 5 ${max} us < 1.5 RTT (no delayed ACK)"
+	if [ "$slow" -le 2 ]; then
+		pass "$name: $slow of 7 samples >= 1.5 RTT (at most 2; slowest ${max} us)"
 	else
-		failc "$name: slowest of 5 ${max} us >= 1.5 RTT $((rtt_us * 3 / 2)) us"
+		failc "$name: $slow of 7 samples >= 1.5 RTT $((rtt_us * 3 / 2)) us (slowest ${max} us): the peer delays its ACKs"
 	fi
 	if [ "$bs" -eq 0 ]; then
 		pass "$name: every completion came from a sockops ACK event"
@@ -142,7 +151,7 @@ lat_ack_check() {
 }
 
 lat_cases() {
-	local rtt_us=$((2 * DELAY * 1000)) c a1 a2 a1m a2m a1b a2b ccm ccb z nz zlog cc0 vc va
+	local rtt_us=$((2 * DELAY * 1000)) c a1 a2 a1m a2m a1b a2b a1s a2s ccm ccb ccs z nz zlog cc0 vc va
 	if ! delay_on; then
 		failc "lat: cannot delay the link (neither tc netem nor xiw_delayfwd)"
 		delay_off
@@ -151,7 +160,7 @@ lat_cases() {
 	echo "link delayed ${DELAY} ms each way with $XIW_DELAY_HOW"
 	cc0=$(xiw_in A sysctl -n net.ipv4.tcp_congestion_control)
 	run_lat lat-cc XIW_TX_COMPLETION=ack XIW_LOG=debug || { delay_off; return; }
-	ccm=$LATMAX ccb=$BACKSTOP
+	ccm=$LATMAX ccb=$BACKSTOP ccs=$LATSLOW
 	if ! set_cc reno; then
 		failc "lat: cannot select Reno in the namespaces"
 		delay_off
@@ -161,10 +170,10 @@ lat_cases() {
 	c=$LAT
 	run_lat lat-ack2 XIW_TX_COMPLETION=ack XIW_ACK_METHOD=2 XIW_LOG=debug ||
 		{ delay_off; return; }
-	a2=$LAT a2m=$LATMAX a2b=$BACKSTOP
+	a2=$LAT a2m=$LATMAX a2b=$BACKSTOP a2s=$LATSLOW
 	run_lat lat-ack1 XIW_TX_COMPLETION=ack XIW_ACK_METHOD=1 XIW_LOG=debug ||
 		{ delay_off; return; }
-	a1=$LAT a1m=$LATMAX a1b=$BACKSTOP
+	a1=$LAT a1m=$LATMAX a1b=$BACKSTOP a1s=$LATSLOW
 	# one 8 KB WRITE (fits the initial cwnd and send buffer, so copying
 	# it takes no round trip) that goes zero-copy, in copy mode
 	LAT_ARGS="-l 8192 -k 1"
@@ -192,12 +201,12 @@ lat_cases() {
 	echo "4 KB WRITE completion, RTT ${rtt_us} us, Reno: copy ${c} us, ack method 2 ${a2} us (slowest ${a2m}), method 1 ${a1} us (slowest ${a1m}); ack with $cc0: slowest ${ccm} us"
 	if [ "$c" -lt $((rtt_us / 4)) ]; then pass "lat-copy: ${c} us < RTT/4"
 	else failc "lat-copy: ${c} us, not well below the RTT ${rtt_us} us"; fi
-	lat_ack_check lat-ack2 "$a2" "$a2m" "$a2b" "$rtt_us"
-	lat_ack_check lat-ack1 "$a1" "$a1m" "$a1b" "$rtt_us"
-	if [ "$ccm" -lt $((rtt_us * 3 / 2)) ] && [ "$ccb" -eq 0 ]; then
-		pass "lat-cc: with $cc0 the slowest ack-mode WRITE ${ccm} us < 1.5 RTT, no backstop completion"
+	lat_ack_check lat-ack2 "$a2" "$a2m" "$a2b" "$rtt_us" "$a2s"
+	lat_ack_check lat-ack1 "$a1" "$a1m" "$a1b" "$rtt_us" "$a1s"
+	if [ "$ccs" -le 2 ] && [ "$ccb" -eq 0 ]; then
+		pass "lat-cc: with $cc0 $ccs of 7 ack-mode WRITEs >= 1.5 RTT (slowest ${ccm} us), no backstop completion"
 	else
-		failc "lat-cc: with $cc0 the slowest ack-mode WRITE ${ccm} us (want < 1.5 RTT), $ccb backstop completions (want 0)"
+		failc "lat-cc: with $cc0 $ccs of 7 ack-mode WRITEs >= 1.5 RTT (want <= 2; slowest ${ccm} us), $ccb backstop completions (want 0)"
 	fi
 	# plain veth: the RTT is tens of microseconds
 	run_lat lat-veth-copy XIW_TX_COMPLETION=copy || return

@@ -110,16 +110,20 @@ static void unsupported(struct res *r)
 	errno = 0;
 	p = ibv_create_qp(r->pd, &ud);
 	CHECK(!p && errno == EOPNOTSUPP, "UD QP refused with EOPNOTSUPP (errno %d)", errno);
-	errno = 0;
 	p = ibv_create_srq(r->pd, &sa);
-	CHECK(!p && errno == EOPNOTSUPP, "SRQ refused with EOPNOTSUPP (errno %d)", errno);
+	CHECK(p && !ibv_query_srq(p, &sa.attr) && sa.attr.max_wr >= 8 &&
+	      !ibv_destroy_srq(p), "SRQ created, queried, destroyed");
 	errno = 0;
 	p = ibv_create_cq_ex(r->ctx, &cqx);
 	CHECK(!p && errno == EOPNOTSUPP, "create_cq_ex refused with EOPNOTSUPP (errno %d)", errno);
 	fcntl(r->ctx->async_fd, F_SETFL, O_NONBLOCK);
+	CHECK(!ibv_get_async_event(r->ctx, &ev) &&
+	      ev.event_type == IBV_EVENT_PORT_ACTIVE,
+	      "async_fd: the port-active event of the open");
+	ibv_ack_async_event(&ev);
 	errno = 0;
 	CHECK(ibv_get_async_event(r->ctx, &ev) == -1 && errno == EAGAIN,
-	      "no async event pending: EAGAIN on non-blocking async_fd (errno %d)", errno);
+	      "then none pending: EAGAIN on non-blocking async_fd (errno %d)", errno);
 }
 
 static void create(struct res *r)

@@ -75,6 +75,34 @@ static void test_poll_order(void **state)
 	assert_int_equal(xiw_cq_destroy(cq), 0);
 }
 
+/* ibv_resize_cq: grow with WCs queued across the wrap (order kept),
+ * refuse to shrink below what is queued, shrink when it fits. */
+static void test_resize(void **state)
+{
+	struct xiw_cq *cq = xiw_cq_create(NULL, 4, NULL, NULL);
+	struct ibv_wc wc[16];
+
+	(void)state;
+	push(cq, 1, IBV_WC_SUCCESS, false);
+	push(cq, 2, IBV_WC_SUCCESS, false);
+	push(cq, 3, IBV_WC_SUCCESS, false);
+	assert_int_equal(xiw_cq_poll(cq, 2, wc), 2);
+	for (int i = 4; i <= 6; i++)	/* wraps: 3..6 queued */
+		push(cq, i, IBV_WC_SUCCESS, false);
+	assert_int_equal(xiw_cq_resize(cq, 9), 0);
+	assert_int_equal(cq->ibv.cqe, 16);
+	for (int i = 7; i <= 18; i++)	/* room for 12 more now */
+		push(cq, i, IBV_WC_SUCCESS, false);
+	assert_int_equal(xiw_cq_resize(cq, 8), -EINVAL);	/* 16 queued */
+	assert_int_equal(xiw_cq_resize(cq, 0), -EINVAL);
+	assert_int_equal(xiw_cq_poll(cq, 16, wc), 16);
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(wc[i].wr_id, 3 + i);
+	assert_int_equal(xiw_cq_resize(cq, 2), 0);
+	assert_int_equal(cq->ibv.cqe, 2);
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+}
+
 static void test_channel_events(void **state)
 {
 	struct xiw_cchan *ch = xiw_cchan_create(NULL);
@@ -155,6 +183,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_sizes),
 		cmocka_unit_test(test_poll_order),
+		cmocka_unit_test(test_resize),
 		cmocka_unit_test(test_channel_events),
 		cmocka_unit_test(test_busy_with_qp),
 	};

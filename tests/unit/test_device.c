@@ -76,7 +76,8 @@ static void test_query(void **state)
 	assert_int_equal(da.max_cqe, XIW_MAX_CQE);
 	assert_int_equal(da.max_qp_rd_atom, XIW_MAX_IRD);
 	assert_int_equal(da.max_qp_init_rd_atom, XIW_MAX_ORD);
-	assert_int_equal(da.atomic_cap, IBV_ATOMIC_NONE);
+	assert_int_equal(da.atomic_cap, IBV_ATOMIC_HCA);	/* RFC 7306 */
+	assert_true(da.max_srq > 0 && da.max_srq_wr == XIW_MAX_QP_WR);
 	assert_int_equal(da.phys_port_cnt, 1);
 	assert_true(da.max_mr_size == XIW_MAX_MR_SIZE);
 	assert_true(da.node_guid == lo->node_guid);

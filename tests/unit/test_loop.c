@@ -33,6 +33,7 @@ struct side {
 	struct xiw_cq *scq, *rcq;
 	struct xiw_qp *qp;
 	struct xiw_mr *mr;
+	struct xiw_mr *atom;	/* the same buffer, REMOTE_ATOMIC too */
 	uint8_t *buf;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -137,12 +138,16 @@ static void side_init(struct side *s)
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			   IBV_ACCESS_REMOTE_READ);
 	assert_non_null(s->mr);
+	s->atom = xiw_mr_reg(s->pd, s->buf, BUF_SIZE, IOVA_BASE,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	assert_non_null(s->atom);
 }
 
 static void side_fini(struct side *s)
 {
 	assert_int_equal(xiw_qp_destroy(s->qp), 0);
 	assert_int_equal(xiw_mr_dereg(s->mr), 0);
+	assert_int_equal(xiw_mr_dereg(s->atom), 0);
 	assert_int_equal(xiw_cq_destroy(s->scq), 0);
 	assert_int_equal(xiw_cq_destroy(s->rcq), 0);
 	assert_int_equal(xiw_pd_free(s->pd), 0);
@@ -472,6 +477,132 @@ static void test_write_imm(void **state)
 	send_one(&cli, &srv, 100, 1, 1, 73);	/* SENDs still in sequence */
 }
 
+/*
+ * SEND_WITH_IMM: a SEND followed by an RFC 7306 Immediate Data message.
+ * Each consumes an RQ WR: the data as IBV_WC_RECV, then the immediate
+ * as IBV_WC_RECV with IBV_WC_WITH_IMM and no bytes. A WRITE_WITH_IMM
+ * after it still completes as RECV_RDMA_WITH_IMM.
+ */
+static void test_send_imm(void **state)
+{
+	struct ibv_sge sg = { (uintptr_t)cli.buf, 3000, cli.mr->ibv.lkey };
+	struct ibv_send_wr wr = { .wr_id = 91, .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_IMM,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .imm_data = htonl(0xabcdef01) }, *bad;
+	struct ibv_wc wc;
+
+	(void)state;
+	fill(cli.buf, 3000, 91);
+	memset(srv.buf + SINK, 0, 3000);
+	post_recv(&srv, 90, SINK, 4096, 1);
+	post_recv(&srv, 92, SINK + 8192, 64, 1);
+	assert_int_equal(xiw_post_send(cli.qp, &wr, &bad), 0);
+	expect_wc(cli.scq, 91, IBV_WC_SEND, 3000);
+	poll_wc(srv.rcq, &wc);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 90);
+	assert_int_equal(wc.opcode, IBV_WC_RECV);
+	assert_int_equal(wc.byte_len, 3000);
+	assert_false(wc.wc_flags & IBV_WC_WITH_IMM);
+	poll_wc(srv.rcq, &wc);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 92);
+	assert_int_equal(wc.opcode, IBV_WC_RECV);
+	assert_int_equal(wc.byte_len, 0);
+	assert_true(wc.wc_flags & IBV_WC_WITH_IMM);
+	assert_int_equal(ntohl(wc.imm_data), 0xabcdef01);
+	check_sink(&cli, &srv, 3000);
+	/* then a WRITE_WITH_IMM: recognised as such again */
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.wr_id = 93;
+	wr.wr.rdma.remote_addr = IOVA_BASE + SINK;
+	wr.wr.rdma.rkey = srv.mr->ibv.rkey;
+	post_recv(&srv, 94, SINK + 8192, 64, 1);
+	assert_int_equal(xiw_post_send(cli.qp, &wr, &bad), 0);
+	expect_wc(cli.scq, 93, IBV_WC_RDMA_WRITE, 3000);
+	poll_wc(srv.rcq, &wc);
+	assert_int_equal(wc.wr_id, 94);
+	assert_int_equal(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+}
+
+/* One RFC 7306 atomic WR on cli; returns the original value it fetched. */
+static uint64_t atomic_op(uint64_t id, enum ibv_wr_opcode op, uint64_t off,
+			  uint32_t rkey, uint64_t cmp_add, uint64_t swap)
+{
+	struct ibv_sge sg = { (uintptr_t)cli.buf + 4096, 8, cli.mr->ibv.lkey };
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sg, .num_sge = 1,
+				  .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	uint64_t v;
+
+	wr.wr.atomic.remote_addr = IOVA_BASE + off;
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = cmp_add;
+	wr.wr.atomic.swap = swap;
+	memset(cli.buf + 4096, 0xee, 8);
+	assert_int_equal(xiw_post_send(cli.qp, &wr, &bad), 0);
+	expect_wc(cli.scq, id, op == IBV_WR_ATOMIC_CMP_AND_SWP ?
+		  IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD, 8);
+	memcpy(&v, cli.buf + 4096, 8);
+	return v;
+}
+
+/*
+ * RFC 7306 atomics: FETCH_AND_ADD and CMP_AND_SWP on the peer's memory
+ * (host byte order there, as with InfiniBand); a READ between them keeps
+ * its order; misaligned WRs are refused at post time.
+ */
+static void test_atomics(void **state)
+{
+	struct ibv_sge sg = { (uintptr_t)cli.buf + 4096, 8, cli.mr->ibv.lkey };
+	struct ibv_send_wr bad_wr = { .sg_list = &sg, .num_sge = 1,
+				      .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD }, *bad;
+	uint64_t *target = (uint64_t *)(srv.buf + SINK);
+	uint32_t rkey = srv.atom->ibv.rkey;
+
+	(void)state;
+	*target = 1000;
+	assert_int_equal(atomic_op(101, IBV_WR_ATOMIC_FETCH_AND_ADD, SINK, rkey,
+				   5, 0), 1000);
+	assert_int_equal(*target, 1005);
+	/* compare fails: value unchanged, original returned */
+	assert_int_equal(atomic_op(102, IBV_WR_ATOMIC_CMP_AND_SWP, SINK, rkey,
+				   7, 99), 1005);
+	assert_int_equal(*target, 1005);
+	read_one(&cli, &srv, 4096, 1, 3);	/* READs interleave in order */
+	*target = 1005;
+	assert_int_equal(atomic_op(103, IBV_WR_ATOMIC_CMP_AND_SWP, SINK, rkey,
+				   1005, 42), 1005);
+	assert_int_equal(*target, 42);
+	assert_int_equal(atomic_op(104, IBV_WR_ATOMIC_FETCH_AND_ADD, SINK, rkey,
+				   UINT64_MAX, 0), 42);	/* wraps: 42 - 1 */
+	assert_int_equal(*target, 41);
+	bad_wr.wr.atomic.remote_addr = IOVA_BASE + SINK + 4;
+	bad_wr.wr.atomic.rkey = rkey;
+	assert_int_equal(xiw_post_send(cli.qp, &bad_wr, &bad), -EINVAL);
+}
+
+/* An atomic on memory registered without REMOTE_ATOMIC: TERMINATE. */
+static void test_atomic_refused(void **state)
+{
+	struct ibv_sge sg = { (uintptr_t)cli.buf + 4096, 8, cli.mr->ibv.lkey };
+	struct ibv_send_wr wr = { .wr_id = 111, .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	(void)state;
+	wr.wr.atomic.remote_addr = IOVA_BASE + SINK;
+	wr.wr.atomic.rkey = srv.mr->ibv.rkey;	/* no REMOTE_ATOMIC */
+	wr.wr.atomic.compare_add = 1;
+	assert_int_equal(xiw_post_send(cli.qp, &wr, &bad), 0);
+	wait_for(&cli, &cli.disconnected, 1);
+	poll_wc(cli.scq, &wc);
+	assert_int_equal(wc.wr_id, 111);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+}
+
 /* A SEND that never finds a receive: the receiver stops reading, then
  * gives up after XIW_RQ_WAIT_MS (set to 300 ms here) with TERMINATE. */
 static void test_rq_wait_timeout(void **state)
@@ -556,6 +687,10 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_inline_se, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_send_inv, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_imm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_send_imm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_atomics, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_atomic_refused, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_rq_wait_timeout, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_terminate, setup, teardown),

@@ -165,6 +165,44 @@ static void test_dereg_invalidates(void **state)
 	assert_int_equal(xiw_mr_dereg(mr), 0);
 }
 
+/* ibv_rereg_mr: new translation / access; the old key stops working. */
+static void test_rereg(void **state)
+{
+	struct xiw_pd *pd = *state, *pd2 = xiw_pd_alloc(NULL, NULL);
+	struct xiw_mr *mr = reg(pd, 0x10000, 4096, IBV_ACCESS_LOCAL_WRITE);
+	uint32_t old = mr->ibv.rkey;
+	void *p = NULL;
+
+	assert_int_equal(xiw_mr_rereg(mr, IBV_REREG_MR_CHANGE_TRANSLATION |
+				      IBV_REREG_MR_CHANGE_ACCESS, NULL,
+				      buf + 4096, 2048, IBV_ACCESS_LOCAL_WRITE |
+				      IBV_ACCESS_REMOTE_WRITE), 0);
+	assert_int_not_equal(mr->ibv.rkey, old);
+	assert_int_equal(xiw_mr_check(old, pd, 0, (uintptr_t)buf + 4096, 8,
+				      false, NULL), -ENOENT);
+	/* remote address = the new virtual address */
+	assert_int_equal(xiw_mr_check(mr->ibv.rkey, pd, IBV_ACCESS_REMOTE_WRITE,
+				      (uintptr_t)buf + 4096 + 100, 100, true,
+				      &p), 0);
+	assert_ptr_equal(p, buf + 4096 + 100);
+	assert_int_equal(xiw_mr_check(mr->ibv.rkey, pd, 0, (uintptr_t)buf, 8,
+				      false, NULL), -ERANGE);
+	/* bad input: nothing changes */
+	old = mr->ibv.rkey;
+	assert_int_equal(xiw_mr_rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL,
+				      NULL, 0, IBV_ACCESS_REMOTE_WRITE), -EINVAL);
+	assert_int_equal(xiw_mr_rereg(mr, 0, NULL, NULL, 0, 0), -EINVAL);
+	assert_int_equal(mr->ibv.rkey, old);
+	/* another PD: the old one is free again */
+	assert_int_equal(xiw_mr_rereg(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0,
+				      0), 0);
+	assert_int_equal(xiw_mr_check(mr->ibv.lkey, pd, 0, (uintptr_t)buf + 4096,
+				      8, false, NULL), -EPERM);
+	assert_int_equal(xiw_pd_free(pd2), -EBUSY);
+	assert_int_equal(xiw_mr_dereg(mr), 0);
+	assert_int_equal(xiw_pd_free(pd2), 0);
+}
+
 static void test_many(void **state)
 {
 	struct xiw_pd *pd = *state;
@@ -193,6 +231,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dereg_invalidates, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rereg, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

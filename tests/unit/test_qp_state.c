@@ -195,9 +195,9 @@ static void test_post_rules(void **state)
 	assert_int_equal(xiw_post_send(f->qp, &wr, &bad), -EINVAL);	/* inline */
 	sge[0].length = 16;
 	wr.send_flags = 0;
-	wr.opcode = IBV_WR_SEND_WITH_IMM;	/* no such iWARP message */
+	wr.opcode = IBV_WR_TSO;			/* no such iWARP message */
 	assert_int_equal(xiw_post_send(f->qp, &wr, &bad), -EINVAL);
-	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;	/* needs an 8-byte SGE */
 	assert_int_equal(xiw_post_send(f->qp, &wr, &bad), -EINVAL);
 	wr.opcode = IBV_WR_SEND;
 	sge[0].lkey ^= 1;

@@ -408,6 +408,7 @@ static int cq_push(struct xiw_cq *cq, const struct ibv_wc *wc, bool solicited,
 		xiw_log(XIW_LOG_ERROR,
 			"cq %p overflow (internal error: CQE credits): wr_id %#llx dropped",
 			(void *)cq, (unsigned long long)wc->wr_id);
+		xiw_async_cq(cq, IBV_EVENT_CQ_ERR);
 		return -ENOSPC;
 	} else if (how == CQ_RESERVED) {	/* no reservation: a bug too */
 		xiw_log(XIW_LOG_ERROR,
@@ -512,4 +513,49 @@ void xiw_cq_credits(struct xiw_cq *cq, struct xiw_cq_credits *c)
 	c->resv = cq->resv;
 	c->overflow = cq->overflow;
 	pthread_mutex_unlock(&cq->lock);
+}
+
+/**
+ * xiw_cq_resize() - give @cq room for at least @cqe entries
+ * (ibv_resize_cq(3)): a new ring of the next power of two, the queued
+ * WCs moved over in order; ibv.cqe becomes the new size. Growing lets
+ * WRs that wait for a CQE slot go on (they are kicked).
+ * Return: 0, -EINVAL (@cqe < 1, > XIW_MAX_CQE, or fewer than the WCs
+ * queued plus the slots reserved now), -ENOMEM.
+ */
+int xiw_cq_resize(struct xiw_cq *cq, int cqe)
+{
+	struct ibv_wc *ring, *old;
+	uint32_t size = 1, n, i;
+	bool grew;
+
+	if (cqe < 1 || cqe > XIW_MAX_CQE)
+		return -EINVAL;
+	while (size < (uint32_t)cqe)
+		size <<= 1;
+	ring = calloc(size, sizeof(*ring));
+	if (!ring)
+		return -ENOMEM;
+	pthread_mutex_lock(&cq->lock);
+	n = cq->head - cq->tail;
+	if (n + cq->resv > size || (cq->wait_nmin && cq->wait_nmin > size)) {
+		pthread_mutex_unlock(&cq->lock);
+		free(ring);
+		return -EINVAL;
+	}
+	for (i = 0; i < n; i++)
+		ring[i] = cq->ring[(cq->tail + i) & cq->mask];
+	old = cq->ring;
+	grew = size > cq->size;
+	cq->ring = ring;
+	cq->size = size;
+	cq->mask = size - 1;
+	cq->tail = 0;
+	cq->head = n;
+	cq->ibv.cqe = (int)size;
+	pthread_mutex_unlock(&cq->lock);
+	free(old);
+	if (grew)
+		xiw_cq_credit_kick(cq);
+	return 0;
 }

@@ -267,9 +267,10 @@ out:
 
 /**
  * xiw_device_query() - fill @attr with the limits every xiwarp device
- * advertises (XIW_MAX_* in xiwarp.h). No atomics are advertised
- * (IBV_ATOMIC_NONE): RFC 7306 atomics are an iWARP extension apps rarely
- * probe through this field.
+ * advertises (XIW_MAX_* in xiwarp.h). Atomics: RFC 7306 Atomic
+ * Requests, executed with one 64-bit atomic instruction per request, so
+ * they are atomic against every other requester of this device, not
+ * against the host's own CPU writes to the region (IBV_ATOMIC_HCA).
  */
 void xiw_device_query(const struct xiw_device *dev, struct ibv_device_attr *attr)
 {
@@ -292,7 +293,13 @@ void xiw_device_query(const struct xiw_device *dev, struct ibv_device_attr *attr
 	attr->max_qp_rd_atom = XIW_MAX_IRD;
 	attr->max_qp_init_rd_atom = XIW_MAX_ORD;
 	attr->max_res_rd_atom = XIW_MAX_OBJS * XIW_MAX_IRD;
-	attr->atomic_cap = IBV_ATOMIC_NONE;
+	attr->atomic_cap = IBV_ATOMIC_HCA;
+	attr->max_mw = XIW_MAX_OBJS;
+	attr->device_cap_flags = IBV_DEVICE_MEM_WINDOW |
+				 IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	attr->max_srq = XIW_MAX_OBJS;
+	attr->max_srq_wr = XIW_MAX_QP_WR;
+	attr->max_srq_sge = XIW_MAX_SGE;
 	attr->max_pkeys = 1;
 	attr->phys_port_cnt = 1;
 }

@@ -137,6 +137,10 @@ int xiw_mr_dereg(struct xiw_mr *mr)
 	int ret = -EINVAL;
 
 	pthread_rwlock_wrlock(&stag_lock);
+	if (mr->mw_bound) {	/* ibv_dereg_mr(3): windows still bound */
+		pthread_rwlock_unlock(&stag_lock);
+		return -EBUSY;
+	}
 	if (idx && idx < stag_cap && stag_tab[idx].mr == mr) {
 		stag_tab[idx].mr = NULL;
 		stag_tab[idx].valid = false;
@@ -208,6 +212,21 @@ int xiw_mr_check(uint32_t stag, const struct xiw_pd *pd, int access,
 	return ret;
 }
 
+/*
+ * Slot @idx loses its validity (invalidation); a bound memory window
+ * also lets go of its MR (write lock held).
+ */
+static void mw_unbind_locked(uint32_t idx)
+{
+	struct xiw_mr *win = stag_tab[idx].mr;
+
+	if (stag_tab[idx].valid && win->parent) {
+		win->parent->mw_bound--;
+		win->parent = NULL;
+	}
+	stag_tab[idx].valid = false;
+}
+
 /**
  * xiw_mr_invalidate() - invalidate @stag (RFC 5040 §6.10).
  * Return: 0, -ENOENT not a valid STag, -EPERM the STag is in another PD.
@@ -224,7 +243,161 @@ int xiw_mr_invalidate(uint32_t stag, const struct xiw_pd *pd)
 	else if (mr->pd != pd)
 		ret = -EPERM;
 	else
-		stag_tab[stag >> 8].valid = false;
+		mw_unbind_locked(stag >> 8);
+	pthread_rwlock_unlock(&stag_lock);
+	return ret;
+}
+
+/**
+ * xiw_mr_rereg() - change @mr in place (ibv_rereg_mr(3)): with
+ * IBV_REREG_MR_CHANGE_TRANSLATION the range becomes [@addr, +@len) with
+ * remote address @addr, with IBV_REREG_MR_CHANGE_PD the PD @pd, with
+ * IBV_REREG_MR_CHANGE_ACCESS the rights @access. The STag keeps its
+ * index and gets a new key, so accesses through the old lkey/rkey fail
+ * (-ENOENT) from now on; mr->ibv.lkey/rkey hold the new one. Checks see
+ * either the old or the new region, never a mix (stag_lock).
+ * Return: 0, or -EINVAL (bad flags/values; @mr unchanged).
+ */
+int xiw_mr_rereg(struct xiw_mr *mr, int flags, struct xiw_pd *pd, void *addr,
+		 size_t len, int access)
+{
+	uint32_t idx = mr->ibv.lkey >> 8;
+	struct xiw_pd *old_pd = mr->pd;
+	int ret = -EINVAL;
+
+	if (!flags || (flags & ~(IBV_REREG_MR_CHANGE_TRANSLATION |
+				 IBV_REREG_MR_CHANGE_PD |
+				 IBV_REREG_MR_CHANGE_ACCESS)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_PD) && !pd) ||
+	    ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !mr_access_ok(access)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) &&
+	     (!len || len > XIW_MAX_MR_SIZE ||
+	      (uintptr_t)addr > UINTPTR_MAX - len)))
+		return -EINVAL;
+	pthread_rwlock_wrlock(&stag_lock);
+	if (idx && idx < stag_cap && stag_tab[idx].mr == mr) {
+		if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+			mr->ibv.addr = addr;
+			mr->ibv.length = len;
+			mr->iova = (uintptr_t)addr;
+		}
+		if (flags & IBV_REREG_MR_CHANGE_PD) {
+			mr->pd = pd;
+			mr->ibv.pd = &pd->ibv;
+		}
+		if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+			mr->access = access;
+		stag_tab[idx].key++;
+		stag_tab[idx].valid = true;
+		mr->ibv.lkey = mr->ibv.rkey = idx << 8 | stag_tab[idx].key;
+		ret = 0;
+	}
+	pthread_rwlock_unlock(&stag_lock);
+	if (!ret && (flags & IBV_REREG_MR_CHANGE_PD) && pd != old_pd) {
+		xiw_pd_get(pd);
+		xiw_pd_put(old_pd);
+	}
+	return ret;
+}
+
+/* ------------------------------------------------- memory windows --- */
+
+/**
+ * xiw_mw_alloc() - a type 2 memory window on @pd (ibv_alloc_mw(3)): an
+ * STag of its own, invalid until a bind WR (IBV_WR_BIND_MW) gives it a
+ * range of an MR. Type 1 windows (ibv_bind_mw) are not supported.
+ * Return: the MW, or NULL+errno (EOPNOTSUPP type 1, EINVAL, ENOMEM).
+ */
+struct xiw_mw *xiw_mw_alloc(struct xiw_pd *pd, enum ibv_mw_type type)
+{
+	struct xiw_mw *mw;
+	uint32_t idx;
+
+	if (!pd || type != IBV_MW_TYPE_2) {
+		errno = pd ? EOPNOTSUPP : EINVAL;
+		return NULL;
+	}
+	mw = calloc(1, sizeof(*mw));
+	if (!mw) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_rwlock_wrlock(&stag_lock);
+	idx = stag_alloc(&mw->win);
+	if (idx) {
+		stag_tab[idx].valid = false;	/* unbound */
+		mw->ibv.rkey = idx << 8 | stag_tab[idx].key;
+	}
+	pthread_rwlock_unlock(&stag_lock);
+	if (!idx) {
+		free(mw);
+		errno = ENOMEM;
+		return NULL;
+	}
+	mw->win.pd = pd;
+	mw->ibv.context = pd->ibv.context;
+	mw->ibv.pd = &pd->ibv;
+	mw->ibv.handle = idx;
+	mw->ibv.type = type;
+	xiw_pd_get(pd);
+	return mw;
+}
+
+/** xiw_mw_dealloc() - free @mw (a bound window is unbound first). */
+int xiw_mw_dealloc(struct xiw_mw *mw)
+{
+	uint32_t idx = mw->ibv.handle;
+
+	pthread_rwlock_wrlock(&stag_lock);
+	if (!idx || idx >= stag_cap || stag_tab[idx].mr != &mw->win) {
+		pthread_rwlock_unlock(&stag_lock);
+		return -EINVAL;
+	}
+	mw_unbind_locked(idx);
+	stag_tab[idx].mr = NULL;
+	stag_tab[idx].key++;
+	stag_used--;
+	pthread_rwlock_unlock(&stag_lock);
+	xiw_pd_put(mw->win.pd);
+	free(mw);
+	return 0;
+}
+
+/**
+ * xiw_mw_bind() - a bind WR reached the head of a QP's SQ (type 2, IB
+ * 10.6.7.2.2): @mw covers [@addr, +@len) of @mr's remote address space
+ * with the remote rights @access, under the STag @rkey (same index, the
+ * key byte the application chose). @pd is the binding QP's PD.
+ * Return: 0, or -EINVAL (the MW is bound, rkey index differs, another PD,
+ * @mr without IBV_ACCESS_MW_BIND, range outside @mr, remote write without
+ * local write on @mr).
+ */
+int xiw_mw_bind(struct xiw_mw *mw, const struct xiw_pd *pd, uint32_t rkey,
+		struct xiw_mr *mr, uint64_t addr, uint64_t len, int access)
+{
+	uint32_t idx = mw->ibv.handle;
+	int ret = -EINVAL;
+
+	pthread_rwlock_wrlock(&stag_lock);
+	if ((rkey >> 8) != idx || stag_tab[idx].mr != &mw->win ||
+	    stag_tab[idx].valid || mw->win.pd != pd || mr->pd != pd ||
+	    !(mr->access & IBV_ACCESS_MW_BIND) ||
+	    mr_bounds(mr->iova, mr->ibv.length, addr, len) ||
+	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	     !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
+		goto out;
+	mw->win.ibv.addr = (uint8_t *)mr->ibv.addr + (addr - mr->iova);
+	mw->win.ibv.length = len;
+	mw->win.iova = addr;
+	mw->win.access = access & (IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC);
+	mw->win.parent = mr;
+	mr->mw_bound++;
+	stag_tab[idx].key = (uint8_t)rkey;
+	stag_tab[idx].valid = true;
+	ret = 0;
+out:
 	pthread_rwlock_unlock(&stag_lock);
 	return ret;
 }

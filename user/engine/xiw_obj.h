@@ -52,12 +52,26 @@ enum {
 	XIW_OP_TERMINATE = 7,
 	XIW_OP_IMM = 8,		/* RFC 7306 §6: Immediate Data */
 	XIW_OP_IMM_SE = 9,	/* ... with Solicited Event */
+	XIW_OP_ATOMIC_REQ = 10,	/* RFC 7306 §5: Atomic Request */
+	XIW_OP_ATOMIC_RESP = 11,	/* ... and its Response */
 };
+
+/* RFC 7306 §5.1: AOpCode of an Atomic Request */
+enum { XIW_AOP_FETCH_ADD = 0, XIW_AOP_SWAP = 1, XIW_AOP_CMP_SWAP = 2 };
+#define XIW_ATOMIC_REQ_LEN 52	/* rsvd|AOpCode, ReqID, STag, TO, add/swap
+				 * data+mask, compare data+mask */
+#define XIW_ATOMIC_RESP_LEN 12	/* original ReqID, original value */
+
+/* xiw_atomic.c: the responder's side of an Atomic Request body */
+bool xiw_atomic_valid(const uint8_t body[XIW_ATOMIC_REQ_LEN]);
+uint64_t xiw_atomic_masked_add(uint64_t a, uint64_t b, uint64_t mask);
+uint64_t xiw_atomic_exec(const uint8_t body[XIW_ATOMIC_REQ_LEN], uint64_t *p);
 
 #define XIW_IMM_LEN 8		/* RFC 7306: immediate data octets */
 
 /* DDP untagged queue numbers (RFC 5040 §5.1) */
-enum { XIW_QN_SEND = 0, XIW_QN_READ_REQ = 1, XIW_QN_TERM = 2 };
+enum { XIW_QN_SEND = 0, XIW_QN_READ_REQ = 1, XIW_QN_TERM = 2,
+       XIW_QN_ATOMIC_RESP = 3 };
 
 /* ------------------- TERMINATE codes used by the QP (RFC 5040 §7.2, 5041 §7) */
 /* RDMAP layer */
@@ -113,6 +127,10 @@ void xiw_pd_put(struct xiw_pd *pd);
  */
 int xiw_mr_check(uint32_t stag, const struct xiw_pd *pd, int access,
 		 uint64_t to, uint64_t len, bool remote, void **addr);
+
+/** xiw_mw_bind() - see xiw_mr.c (a bind WR at the head of the SQ). */
+int xiw_mw_bind(struct xiw_mw *mw, const struct xiw_pd *pd, uint32_t rkey,
+		struct xiw_mr *mr, uint64_t addr, uint64_t len, int access);
 
 /**
  * xiw_mr_invalidate() - invalidate @stag (RFC 5040 §6.10 SEND with
@@ -263,10 +281,17 @@ struct xiw_sqe {
 	uint8_t state;
 	uint8_t fail_st;		/* != 0: its WC gets this status, not
 					 * FLUSH_ERR (refused by TERMINATE) */
+	uint8_t local_st;		/* a local WR (bind, local invalidate)
+					 * done with this status */
+	struct xiw_mw *mw;		/* IBV_WR_BIND_MW: the window ... */
+	struct xiw_mr *bmr;		/* ... the MR, range raddr/blen */
+	uint64_t blen;
+	int bacc;
 	bool resv;			/* holds a CQE slot of the send CQ */
 	bool zc;			/* payload went (partly) with MSG_ZEROCOPY */
 	uint32_t zc_id;			/* ... released with this llp zc id */
 	uint8_t imm[XIW_IMM_LEN];	/* WRITE_WITH_IMM: imm_data, 0 pad */
+	uint8_t atom[XIW_ATOMIC_REQ_LEN];	/* atomics: the request body */
 	struct ibv_sge sge[XIW_MAX_SGE];
 };
 
@@ -278,10 +303,37 @@ struct xiw_rqe {
 	struct ibv_sge sge[XIW_MAX_SGE];
 };
 
-/** struct xiw_irqe - an inbound READ request waiting for its response. */
+/**
+ * struct xiw_srq - a shared receive queue (xiw_srq.c): ring [tail, head)
+ * of posted WRs under @lock; @qps the QPs using it, @nwait how many of
+ * them wait for a WR (qp->srq_wait); @limit the armed limit (0: none).
+ */
+struct xiw_srq {
+	struct ibv_srq ibv;
+	struct xiw_pd *pd;
+	pthread_mutex_t lock;
+	struct xiw_rqe *rq;
+	uint32_t size, mask, max, max_sge;
+	uint32_t head, tail;
+	uint32_t limit;
+	struct xiw_qp **qps;
+	uint32_t nqps, nwait;
+};
+
+int xiw_srq_attach(struct xiw_srq *srq, struct xiw_qp *qp);
+void xiw_srq_detach(struct xiw_srq *srq, struct xiw_qp *qp);
+int xiw_srq_take(struct xiw_srq *srq, struct xiw_qp *qp, struct xiw_rqe *out);
+
+/**
+ * struct xiw_irqe - an inbound READ request waiting for its response, or
+ * an Atomic Request already executed (@atomic): @resp is its Response
+ * body (kept here until sent: the slot is not reused before IRD wraps).
+ */
 struct xiw_irqe {
 	uint32_t sink_stag, src_stag, len;
 	uint64_t sink_to, src_to;
+	bool atomic;
+	uint8_t resp[XIW_ATOMIC_RESP_LEN];
 };
 
 /**
@@ -292,6 +344,8 @@ struct xiw_irqe {
 struct xiw_orqe {
 	uint32_t sq_idx;
 	bool rtr;
+	bool atomic;		/* an Atomic Request: @sge[0] gets the value */
+	uint32_t req_id;
 	uint32_t sink_stag;
 	uint64_t sink_to;
 	uint32_t len, got;
@@ -365,11 +419,15 @@ struct xiw_txbatch {
  */
 struct xiw_rxstate {
 	uint32_t msn, rd_msn, mo;
+	uint32_t atom_msn;	/* expected MSN on QN 3 (Atomic Responses) */
+	uint8_t atom[XIW_ATOMIC_REQ_LEN];	/* Atomic Request/Response body */
 	bool have_rqe;
 	bool term_got, rtr_got;
 	uint32_t term_ctrl;
 	uint32_t tx_due;	/* READ requests/responses since the last push */
 	uint8_t imm[XIW_IMM_LEN];	/* Immediate Data being received */
+	bool write_seen;	/* a WRITE arrived since the last QN 0 message:
+				 * Immediate Data after it is WRITE_WITH_IMM */
 	struct xiw_rqe rqe;
 	uint8_t discard[1024];
 };
@@ -418,7 +476,7 @@ struct xiw_qp {
 	uint32_t irq_head, irq_tail;
 	bool irq_active;
 	uint16_t ord, ird;
-	uint32_t tx_msn, tx_rd_msn, tx_term_msn;
+	uint32_t tx_msn, tx_rd_msn, tx_term_msn, tx_atom_msn;
 
 	struct xiw_llp *llp;
 	struct xiw_cm_conn *conn;
@@ -465,6 +523,10 @@ struct xiw_qp {
 	struct xiw_qp *dm_next;		/* dm lock: active list link */
 
 	pthread_mutex_t rq_lock;
+	struct xiw_srq *srq;		/* receives come from it (rq: the WR
+					 * a message is landing in) */
+	bool srq_wait;			/* srq->lock: waits for an SRQ WR */
+	bool last_wqe;			/* LAST_WQE_REACHED reported */
 	struct xiw_rqe *rq;
 	uint32_t rq_size, rq_mask, rq_max;
 	uint32_t rq_head, rq_tail;
@@ -489,7 +551,14 @@ struct xiw_qp {
 	pthread_mutex_t ref_lock;
 	pthread_cond_t ref_cond;
 	int refs;
+
+	struct xiw_qp *reg_next;	/* QP number registry (xiw_qp_lookup) */
 };
+
+/* ---- xiw_async.c: asynchronous events (xiwarp.h xiw_async_fn) ---- */
+void xiw_async_qp(struct xiw_qp *qp, enum ibv_event_type type);
+void xiw_async_cq(struct xiw_cq *cq, enum ibv_event_type type);
+void xiw_async_srq(struct ibv_srq *srq, enum ibv_event_type type);
 
 /* ---- xiw_qp.c: state, completions, teardown helpers ---- */
 
@@ -642,6 +711,8 @@ void xiw_rq_complete(struct xiw_qp *qp, const struct ibv_wc *wc,
  * (xiw_rq_credit_kick). rq_lock not held.
  */
 void xiw_rq_flush(struct xiw_qp *qp);
+/** xiw_rq_srq_kick() - the SRQ got WRs: resume @qp if it waits for one. */
+void xiw_rq_srq_kick(struct xiw_qp *qp);
 /** xiw_rq_credit_kick() - the receive CQ freed slots (see xiw_qp_credit_kick). */
 void xiw_rq_credit_kick(struct xiw_qp *qp);
 /** xiw_rq_waits() - the receive side waits for a WR or a CQE slot. */

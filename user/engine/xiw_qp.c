@@ -18,6 +18,44 @@
 
 static atomic_uint qp_numbers = 0x100;
 
+/* Every live QP, for xiw_qp_lookup() (CM by QP number). */
+static pthread_mutex_t qp_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct xiw_qp *qp_reg;
+
+static void qp_reg_add(struct xiw_qp *qp)
+{
+	pthread_mutex_lock(&qp_reg_lock);
+	qp->reg_next = qp_reg;
+	qp_reg = qp;
+	pthread_mutex_unlock(&qp_reg_lock);
+}
+
+static void qp_reg_del(struct xiw_qp *qp)
+{
+	struct xiw_qp **pp;
+
+	pthread_mutex_lock(&qp_reg_lock);
+	for (pp = &qp_reg; *pp; pp = &(*pp)->reg_next)
+		if (*pp == qp) {
+			*pp = qp->reg_next;
+			break;
+		}
+	pthread_mutex_unlock(&qp_reg_lock);
+}
+
+/** xiw_qp_lookup() - see xiwarp.h. */
+struct xiw_qp *xiw_qp_lookup(struct ibv_context *ctx, uint32_t qpn)
+{
+	struct xiw_qp *qp;
+
+	pthread_mutex_lock(&qp_reg_lock);
+	for (qp = qp_reg; qp; qp = qp->reg_next)
+		if (qp->ibv.qp_num == qpn && (!ctx || qp->ibv.context == ctx))
+			break;
+	pthread_mutex_unlock(&qp_reg_lock);
+	return qp;
+}
+
 static uint32_t pow2_at_least(uint32_t n)
 {
 	uint32_t s = 1;
@@ -71,6 +109,7 @@ static void qp_init_ibv(struct xiw_qp *qp, struct xiw_pd *pd,
 	qp->ibv.pd = &pd->ibv;
 	qp->ibv.send_cq = a->send_cq;
 	qp->ibv.recv_cq = a->recv_cq;
+	qp->ibv.srq = a->srq;
 	qp->ibv.qp_num = atomic_fetch_add(&qp_numbers, 1);
 	qp->ibv.handle = qp->ibv.qp_num;
 	qp->ibv.state = IBV_QPS_RESET;
@@ -92,10 +131,12 @@ struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
 	struct xiw_qp *qp;
 
 	if (!pd || !attr || attr->qp_type != IBV_QPT_RC || !attr->send_cq ||
-	    !attr->recv_cq || attr->srq || !qp_caps_ok(&attr->cap)) {
+	    !attr->recv_cq || !qp_caps_ok(&attr->cap)) {
 		errno = EINVAL;
 		return NULL;
 	}
+	if (attr->srq)	/* its own ring only holds the WR being filled */
+		attr->cap.max_recv_wr = 1;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp || qp_alloc_queues(qp, &attr->cap)) {
 		if (qp)
@@ -124,7 +165,7 @@ struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
 	pthread_cond_init(&qp->ref_cond, NULL);
 	qp_init_ibv(qp, pd, attr);
 	attr->cap.max_send_wr = qp->sq_max;
-	attr->cap.max_recv_wr = qp->rq_max;
+	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq_max;
 	attr->cap.max_send_sge = qp->max_send_sge;
 	attr->cap.max_recv_sge = qp->max_recv_sge;
 	/* listed on its CQs, or a poll could not resume it (credits) */
@@ -135,9 +176,19 @@ struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
 		errno = ENOMEM;
 		return NULL;
 	}
+	qp->srq = attr->srq ? xiw_srq_from_ibv(attr->srq) : NULL;
+	if (qp->srq && xiw_srq_attach(qp->srq, qp)) {
+		xiw_cq_qp_del(qp->scq, qp);
+		if (qp->rcq != qp->scq)
+			xiw_cq_qp_del(qp->rcq, qp);
+		qp_free_mem(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
 	xiw_pd_get(pd);
 	atomic_fetch_add(&qp->scq->nqp, 1);
 	atomic_fetch_add(&qp->rcq->nqp, 1);
+	qp_reg_add(qp);
 	return qp;
 }
 
@@ -151,6 +202,14 @@ static enum ibv_wc_opcode wc_opcode(uint32_t wr_opcode)
 		return IBV_WC_RDMA_WRITE;
 	case IBV_WR_RDMA_READ:
 		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
 	default:
 		return IBV_WC_SEND;
 	}
@@ -174,7 +233,9 @@ static bool sq_complete(struct xiw_qp *qp, struct xiw_sqe *e,
 {
 	struct ibv_wc wc = {
 		.wr_id = e->wr_id,
-		.status = e->fail_st ? (enum ibv_wc_status)e->fail_st : st,
+		.status = e->fail_st ? (enum ibv_wc_status)e->fail_st :
+			  st == IBV_WC_SUCCESS && e->local_st ?
+			  (enum ibv_wc_status)e->local_st : st,
 		.opcode = wc_opcode(e->opcode),
 		.byte_len = e->len,
 		.qp_num = qp->ibv.qp_num,
@@ -409,7 +470,8 @@ static int qp_detach_locked(struct xiw_qp *qp, bool abort,
 
 /**
  * xiw_qp_modify() - verbs QP state machine.
- * Transitions: RESET->INIT, INIT->INIT/RTR, RTR->RTS, RTS->RTS, any->ERR
+ * Transitions: RESET->INIT, INIT->INIT/RTR, RTR->RTS, RTS->RTS, any->ERR;
+ * INIT/RTR asked of a connected (CM-attached) RTS QP are ignored, as siw does
  * (flush; a connected QP also closes its stream gracefully), any->RESET
  * (not while connected; queued WRs, also those whose flush WC still waits
  * for room in a full CQ, are dropped without completions).
@@ -427,7 +489,17 @@ int xiw_qp_modify(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask)
 	pthread_mutex_lock(&qp->tx_lock);
 	cur = atomic_load(&qp->state);
 	nxt = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
-	ret = qp_transition_ok(cur, nxt) ? 0 : -EINVAL;
+	/*
+	 * A QP the CM connected is RTS already; an application that drives
+	 * its own QP (rping -q: rdma_init_qp_attr + ibv_modify_qp after
+	 * ESTABLISHED) asks for INIT and RTR again. iWARP providers (siw)
+	 * ignore those states there; so do we.
+	 */
+	if (qp->attached && cur == IBV_QPS_RTS &&
+	    (nxt == IBV_QPS_INIT || nxt == IBV_QPS_RTR))
+		nxt = cur;
+	/* no IBV_QP_STATE: attributes only, in whatever state */
+	ret = nxt == cur || qp_transition_ok(cur, nxt) ? 0 : -EINVAL;
 	if (!ret && nxt == IBV_QPS_RESET && qp->attached)
 		ret = -EINVAL;
 	if (!ret)
@@ -457,8 +529,10 @@ int xiw_qp_modify(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask)
 }
 
 /**
- * xiw_qp_query() - current attributes: state, caps, ORD/IRD, access flags;
- * @init gets the creation attributes (with the enforced caps).
+ * xiw_qp_query() - current attributes: state, caps (max_inline_data,
+ * max_recv_wr 0 on an SRQ), ORD/IRD, access flags, the port's MTU, IB's
+ * retry defaults (TCP retransmits for iWARP); @init gets the creation
+ * attributes (enforced caps, SRQ).
  * Return: 0.
  */
 int xiw_qp_query(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask,
@@ -475,8 +549,20 @@ int xiw_qp_query(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask,
 	attr->qp_access_flags = qp->access;
 	attr->port_num = 1;
 	attr->path_mtu = IBV_MTU_1024;
+	if (qp->pd->dev) {	/* the port's MTU (an Ethernet interface's) */
+		struct ibv_port_attr pa;
+
+		xiw_port_query(qp->pd->dev, &pa);
+		attr->path_mtu = pa.active_mtu;
+	}
+	/* TCP retransmits for iWARP: report the IB defaults rdma_cm sets */
+	attr->timeout = 14;
+	attr->retry_cnt = 7;
+	attr->rnr_retry = 7;
+	attr->sq_draining = 0;
+	attr->ah_attr.port_num = 1;
 	attr->cap.max_send_wr = qp->sq_max;
-	attr->cap.max_recv_wr = qp->rq_max;
+	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq_max;
 	attr->cap.max_send_sge = qp->max_send_sge;
 	attr->cap.max_recv_sge = qp->max_recv_sge;
 	attr->cap.max_inline_data = qp->max_inline;
@@ -484,6 +570,7 @@ int xiw_qp_query(struct xiw_qp *qp, struct ibv_qp_attr *attr, int mask,
 	init->qp_context = qp->ibv.qp_context;
 	init->send_cq = qp->ibv.send_cq;
 	init->recv_cq = qp->ibv.recv_cq;
+	init->srq = qp->ibv.srq;
 	init->cap = attr->cap;
 	init->qp_type = IBV_QPT_RC;
 	init->sq_sig_all = qp->sig_all;
@@ -539,7 +626,7 @@ int xiw_qp_attach(struct xiw_qp *qp, struct xiw_cm_conn *conn,
 				    .max_ulpdu = p->max_ulpdu };
 	qp->ord = clamp_rd(p->ord, XIW_MAX_ORD);
 	qp->ird = clamp_rd(p->ird, XIW_MAX_IRD);
-	qp->tx_msn = qp->tx_rd_msn = qp->tx_term_msn = 1;
+	qp->tx_msn = qp->tx_rd_msn = qp->tx_term_msn = qp->tx_atom_msn = 1;
 	qp->tx_hold = p->rtr != XIW_RTR_NONE && !p->initiator;
 	qp->rtr_wait = qp->tx_hold;
 	qp->attached = true;
@@ -695,6 +782,9 @@ void xiw_qp_stream_end(struct xiw_qp *qp, int err)
 	xiw_llp_set_owner(l, &noop_cb, NULL);
 	if (conn)
 		xiw_cm_stream_closed(conn, err);
+	/* not a graceful close: TERMINATE, reset, LLP error */
+	if (err)
+		xiw_async_qp(qp, IBV_EVENT_QP_FATAL);
 }
 
 static void qp_end_timeout(void *arg)
@@ -891,6 +981,9 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 {
 	bool was_attached, kick_s, kick_r;
 
+	qp_reg_del(qp);		/* the CM finds it by number no more */
+	if (qp->srq)		/* no SRQ post kicks it any more */
+		xiw_srq_detach(qp->srq, qp);
 	xiw_cm_qp_gone(qp);	/* a connect still setting up forgets @qp */
 	pthread_mutex_lock(&qp->tx_lock);
 	was_attached = qp->ever_attached;

@@ -86,6 +86,11 @@ int xiw_post_recv(struct xiw_qp *qp, struct ibv_recv_wr *wr,
 	bool kick = false;
 	int ret = 0;
 
+	if (qp->srq) {	/* ibv_post_recv(3): use ibv_post_srq_recv */
+		if (bad)
+			*bad = wr;
+		return -EINVAL;
+	}
 	pthread_mutex_lock(&qp->rq_lock);
 	for (; wr; wr = wr->next) {
 		struct xiw_rqe *e = &qp->rq[qp->rq_head & qp->rq_mask];
@@ -117,6 +122,11 @@ int xiw_rq_take(struct xiw_qp *qp, struct xiw_rqe *out)
 	int ret = 0;
 
 	pthread_mutex_lock(&qp->rq_lock);
+	/* on an SRQ: its next WR becomes this QP's (it waits here for the
+	 * CQE slot if need be, like a WR of its own) */
+	if (qp->rq_tail == qp->rq_head && qp->srq &&
+	    !xiw_srq_take(qp->srq, qp, &qp->rq[qp->rq_head & qp->rq_mask]))
+		qp->rq_head++;
 	if (qp->rq_tail == qp->rq_head) {
 		qp->rx_need_rqe = true;
 		ret = -EAGAIN;
@@ -151,11 +161,33 @@ void xiw_rq_complete(struct xiw_qp *qp, const struct ibv_wc *wc,
 	pthread_mutex_unlock(&qp->rq_lock);
 }
 
+/*
+ * A QP on an SRQ that enters ERROR consumes no more SRQ WRs: once the
+ * one it had taken is flushed, IBV_EVENT_QP_LAST_WQE_REACHED (once).
+ */
 void xiw_rq_flush(struct xiw_qp *qp)
 {
+	bool last;
+
 	pthread_mutex_lock(&qp->rq_lock);
 	rq_flush_locked(qp);
+	last = qp->srq && !qp->last_wqe && qp->rq_tail == qp->rq_head;
+	qp->last_wqe |= last;
 	pthread_mutex_unlock(&qp->rq_lock);
+	if (last)
+		xiw_async_qp(qp, IBV_EVENT_QP_LAST_WQE_REACHED);
+}
+
+void xiw_rq_srq_kick(struct xiw_qp *qp)
+{
+	bool kick;
+
+	pthread_mutex_lock(&qp->rq_lock);
+	kick = qp->rx_need_rqe;
+	qp->rx_need_rqe = false;
+	pthread_mutex_unlock(&qp->rq_lock);
+	if (kick)
+		xiw_rx_kick(qp);
 }
 
 void xiw_rq_credit_kick(struct xiw_qp *qp)
@@ -194,6 +226,7 @@ bool xiw_rq_reset(struct xiw_qp *qp)
 	pthread_mutex_lock(&qp->rq_lock);
 	qp->rq_head = qp->rq_tail = 0;
 	qp->rx_need_rqe = qp->rx_need_cqe = false;
+	qp->last_wqe = false;
 	if (qp->rq_resv)
 		kick = xiw_cq_unreserve(qp->rcq, 1);
 	qp->rq_resv = false;

@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "xiwarp/wire/mpa.h"
 #include "xiw_obj.h"
 
 /* ------------------------------------------------------- placement --- */
@@ -113,6 +114,10 @@ static int place_rresp(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
 		goto out;
 	}
 	o = &qp->orq[qp->orq_tail & (XIW_ORQ_SIZE - 1)];
+	if (o->atomic) {	/* an Atomic Response is due first */
+		ret = XIW_T_RDMAP_UNEXP_OP;
+		goto out;
+	}
 	if (!h->payload_len)
 		goto out;
 	if (h->stag != o->sink_stag) {
@@ -187,6 +192,51 @@ static int place_rreq(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 	ret = xiw_mr_check(h->rd_src_stag, qp->pd, IBV_ACCESS_REMOTE_READ,
 			   h->rd_src_to, h->rd_size, true, NULL);
 	return ret ? term_rdmap(ret) : 0;
+}
+
+/*
+ * Atomic Request (RFC 7306 §5.1) on QN 1, in MSN order with the READ
+ * requests and within IRD: one FPDU whose 52-octet body lands in
+ * rxs.atom; it is checked and executed when complete (atomic_req_done).
+ */
+static int place_atomic_req(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
+			    struct iovec *dst, int *ndst)
+{
+	uint32_t queued;
+
+	if (!h->last || h->payload_len != XIW_ATOMIC_REQ_LEN)
+		return XIW_T_RDMAP_UNEXP_OP;
+	if (h->msn != qp->rxs.rd_msn)
+		return XIW_T_DDP_MSN_RANGE;
+	pthread_mutex_lock(&qp->tx_lock);
+	queued = qp->irq_head - qp->irq_tail + qp->irq_active;
+	xiw_tx_unlock(qp);
+	if (queued >= qp->ird)
+		return XIW_T_DDP_NO_BUF;
+	dst[0] = (struct iovec){ qp->rxs.atom, XIW_ATOMIC_REQ_LEN };
+	*ndst = 1;
+	return 0;
+}
+
+/* Atomic Response (RFC 7306 §5.2) on QN 3: for the ORQ head, an atomic. */
+static int place_atomic_resp(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
+			     struct iovec *dst, int *ndst)
+{
+	bool ok;
+
+	if (!h->last || h->payload_len != XIW_ATOMIC_RESP_LEN)
+		return XIW_T_RDMAP_UNEXP_OP;
+	if (h->msn != qp->rxs.atom_msn)
+		return XIW_T_DDP_MSN_RANGE;
+	pthread_mutex_lock(&qp->tx_lock);
+	ok = qp->orq_tail != qp->orq_head &&
+	     qp->orq[qp->orq_tail & (XIW_ORQ_SIZE - 1)].atomic;
+	xiw_tx_unlock(qp);
+	if (!ok)
+		return XIW_T_RDMAP_UNEXP_OP;
+	dst[0] = (struct iovec){ qp->rxs.atom, XIW_ATOMIC_RESP_LEN };
+	*ndst = 1;
+	return 0;
 }
 
 /* TERMINATE payload (copied DDP/RDMAP headers) is read and dropped. */
@@ -275,6 +325,10 @@ static int qp_place(void *arg, const struct xiw_fpdu_hdr *h,
 		return place_send(qp, h, dst, ndst);
 	if (is_imm(h->opcode))
 		return place_imm(qp, h, dst, ndst);
+	if (h->opcode == XIW_OP_ATOMIC_REQ)
+		return place_atomic_req(qp, h, dst, ndst);
+	if (h->opcode == XIW_OP_ATOMIC_RESP)
+		return place_atomic_resp(qp, h, dst, ndst);
 	return XIW_T_RDMAP_UNEXP_OP;
 }
 
@@ -321,6 +375,62 @@ static void rreq_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 	xiw_tx_unlock(qp);
 }
 
+/*
+ * Atomic Request complete: check the target (REMOTE_ATOMIC, 8 bytes,
+ * aligned; RFC 7306 §5.1), execute it and queue its Response on the IRQ
+ * behind the READ responses already due (responses keep request order).
+ */
+static int atomic_req_done(struct xiw_qp *qp)
+{
+	const uint8_t *b = qp->rxs.atom;
+	uint64_t to = xiw_get_be64(b + 12), orig;
+	struct xiw_irqe *e;
+	void *p;
+	int ret;
+
+	if (!xiw_atomic_valid(b))
+		return XIW_T_RDMAP_UNEXP_OP;
+	ret = xiw_mr_check(xiw_get_be32(b + 8), qp->pd, IBV_ACCESS_REMOTE_ATOMIC,
+			   to, 8, true, &p);
+	if (ret)
+		return term_rdmap(ret);
+	if ((uintptr_t)p & 7)
+		return XIW_T_RDMAP_BOUNDS;
+	qp->rxs.rd_msn++;
+	orig = xiw_atomic_exec(b, p);
+	pthread_mutex_lock(&qp->tx_lock);
+	if (atomic_load(&qp->state) == IBV_QPS_RTS) {
+		e = &qp->irq[qp->irq_head++ & (XIW_IRQ_SIZE - 1)];
+		memset(e, 0, sizeof(*e));
+		e->atomic = true;
+		memcpy(e->resp, b + 4, 4);	/* original Request Identifier */
+		xiw_put_be64(e->resp + 4, orig);
+		qp->rxs.tx_due++;
+	}
+	xiw_tx_unlock(qp);
+	return 0;
+}
+
+/* Atomic Response complete: the original value into the WR's buffer. */
+static void atomic_resp_done(struct xiw_qp *qp)
+{
+	struct xiw_orqe *o;
+	uint64_t v = xiw_get_be64(qp->rxs.atom + 4);
+
+	qp->rxs.atom_msn++;
+	pthread_mutex_lock(&qp->tx_lock);
+	if (qp->orq_tail != qp->orq_head) {
+		o = &qp->orq[qp->orq_tail++ & (XIW_ORQ_SIZE - 1)];
+		memcpy((void *)(uintptr_t)o->sge[0].addr, &v, sizeof(v));
+		if (atomic_load(&qp->state) == IBV_QPS_RTS) {
+			qp->sq[o->sq_idx & qp->sq_mask].state = XIW_SQE_DONE;
+			xiw_qp_sq_retire(qp);
+		}
+		qp->rxs.tx_due++;	/* ORD room for queued requests */
+	}
+	xiw_tx_unlock(qp);
+}
+
 /* The RQ head WR is done: its WC takes the slot reserved at the start. */
 static void recv_complete(struct xiw_qp *qp, struct ibv_wc *wc, bool solicited)
 {
@@ -338,18 +448,24 @@ static void untagged_next(struct xiw_rxstate *r)
 	r->have_rqe = false;
 }
 
-/* Immediate Data done: the RQ WR completes as RECV_RDMA_WITH_IMM. */
+/*
+ * Immediate Data done (RFC 7306 §6: it consumes an RQ WR of its own).
+ * After a WRITE (WRITE_WITH_IMM) the WR completes as RECV_RDMA_WITH_IMM;
+ * otherwise (SEND_WITH_IMM: the SEND before it completed its own WR) as
+ * RECV with IBV_WC_WITH_IMM and byte_len 0.
+ */
 static int imm_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 {
 	struct xiw_rxstate *r = &qp->rxs;
 	struct ibv_wc wc = {
-		.opcode = IBV_WC_RECV_RDMA_WITH_IMM,
+		.opcode = r->write_seen ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
 		.wc_flags = IBV_WC_WITH_IMM,
 	};
 
 	r->mo += h->payload_len;
 	if (!h->last)
 		return 0;
+	r->write_seen = false;
 	memcpy(&wc.imm_data, r->imm, sizeof(wc.imm_data));
 	recv_complete(qp, &wc, h->opcode == XIW_OP_IMM_SE);
 	untagged_next(r);
@@ -369,6 +485,7 @@ static int send_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 		return 0;
 	if (inv && xiw_mr_invalidate(h->inval_stag, qp->pd))
 		return XIW_T_RDMAP_CANT_INVAL;
+	r->write_seen = false;
 	wc.opcode = IBV_WC_RECV;
 	wc.byte_len = r->mo;
 	wc.wc_flags = inv ? IBV_WC_WITH_INV : 0;
@@ -409,10 +526,16 @@ static int qp_done(void *arg, const struct xiw_fpdu_hdr *h)
 		rreq_done(qp, h);
 		return 0;
 	case XIW_OP_WRITE:
+		qp->rxs.write_seen |= h->last;
 		return 0;
 	case XIW_OP_IMM:
 	case XIW_OP_IMM_SE:
 		return imm_done(qp, h);
+	case XIW_OP_ATOMIC_REQ:
+		return atomic_req_done(qp);
+	case XIW_OP_ATOMIC_RESP:
+		atomic_resp_done(qp);
+		return 0;
 	default:
 		return send_done(qp, h);
 	}
@@ -433,10 +556,11 @@ void xiw_rx_reset(struct xiw_qp *qp)
 {
 	struct xiw_rxstate *r = &qp->rxs;
 
-	r->msn = r->rd_msn = 1;
+	r->msn = r->rd_msn = r->atom_msn = 1;
 	r->mo = 0;
 	r->have_rqe = false;
 	r->term_got = r->rtr_got = false;
+	r->write_seen = false;
 	r->tx_due = 0;
 	qp->rx_stop = false;
 	qp->rx_pend_term = qp->rx_pend_err = 0;

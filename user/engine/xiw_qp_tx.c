@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include "xiwarp/wire/mpa.h"
 #include "xiw_obj.h"
 
 #define XIW_RTR_STAG 1u	/* nonzero dummy STag for zero-length RTR FPDUs */
@@ -31,11 +32,67 @@ static int sqe_opcode_ok(const struct ibv_send_wr *wr)
 	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:	/* + RFC 7306 Immediate Data */
+	case IBV_WR_SEND_WITH_IMM:		/* + RFC 7306 Immediate Data */
 	case IBV_WR_RDMA_READ:
 		return 0;
-	default:	/* SEND_WITH_IMM has no iWARP message; atomics, MW: no */
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:	/* RFC 7306 Atomic Request */
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		/* one 8-byte local buffer for the original value, an
+		 * 8-byte aligned remote address (ibv_post_send(3)) */
+		if (wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
+		    (wr->wr.atomic.remote_addr & 7))
+			return -EINVAL;
+		return 0;
+	case IBV_WR_BIND_MW:	/* type 2 windows (ibv_alloc_mw) */
+		if (!wr->bind_mw.mw || wr->bind_mw.mw->type != IBV_MW_TYPE_2 ||
+		    !wr->bind_mw.bind_info.mr || wr->num_sge)
+			return -EINVAL;
+		return 0;
+	case IBV_WR_LOCAL_INV:
+		return wr->num_sge ? -EINVAL : 0;
+	default:
 		return -EINVAL;
 	}
+}
+
+/* Bind and local invalidate act on the STag table, nothing goes out. */
+static bool sqe_is_local(uint32_t opcode)
+{
+	return opcode == IBV_WR_BIND_MW || opcode == IBV_WR_LOCAL_INV;
+}
+
+static bool sqe_is_atomic(uint32_t opcode)
+{
+	return opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	       opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+}
+
+/* READs and atomics wait for a response: ORD, fencing, no ack tracking. */
+static bool sqe_is_request(uint32_t opcode)
+{
+	return opcode == IBV_WR_RDMA_READ || sqe_is_atomic(opcode);
+}
+
+/*
+ * The RFC 7306 §5.1 Atomic Request body for @wr: the verbs ops are the
+ * unmasked 64-bit ones (FetchAdd: add mask 0, no field boundaries;
+ * CmpSwap: compare and swap masks all ones). Big-endian on the wire.
+ */
+static void sqe_atomic_body(struct xiw_sqe *e, const struct ibv_send_wr *wr,
+			    uint32_t req_id)
+{
+	uint8_t *b = e->atom;
+	bool cas = wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP;
+
+	memset(b, 0, XIW_ATOMIC_REQ_LEN);
+	xiw_put_be32(b, cas ? XIW_AOP_CMP_SWAP : XIW_AOP_FETCH_ADD);
+	xiw_put_be32(b + 4, req_id);
+	xiw_put_be32(b + 8, wr->wr.atomic.rkey);
+	xiw_put_be64(b + 12, wr->wr.atomic.remote_addr);
+	xiw_put_be64(b + 20, cas ? wr->wr.atomic.swap : wr->wr.atomic.compare_add);
+	xiw_put_be64(b + 28, cas ? ~0ull : 0);
+	xiw_put_be64(b + 36, cas ? wr->wr.atomic.compare_add : 0);
+	xiw_put_be64(b + 44, cas ? ~0ull : 0);
 }
 
 static int sqe_copy_inline(struct xiw_qp *qp, struct xiw_sqe *e,
@@ -60,7 +117,7 @@ static int sqe_copy_inline(struct xiw_qp *qp, struct xiw_sqe *e,
 static int sqe_copy_sges(struct xiw_qp *qp, struct xiw_sqe *e,
 			 const struct ibv_send_wr *wr)
 {
-	int need = wr->opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_LOCAL_WRITE : 0;
+	int need = sqe_is_request(wr->opcode) ? IBV_ACCESS_LOCAL_WRITE : 0;
 	uint64_t len = 0;
 
 	for (int i = 0; i < wr->num_sge; i++) {
@@ -79,12 +136,29 @@ static int sqe_copy_sges(struct xiw_qp *qp, struct xiw_sqe *e,
 	return 0;
 }
 
+/*
+ * IBV_WR_BIND_MW: the window gets its new rkey now (the application
+ * reads mw->rkey after posting, as with rdma-core providers); the bind
+ * itself happens in SQ order (msg_sq_local).
+ */
+static void sqe_bind(struct xiw_sqe *e, const struct ibv_send_wr *wr)
+{
+	const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+
+	e->mw = xiw_mw_from_ibv(wr->bind_mw.mw);
+	e->bmr = xiw_mr_from_ibv(b->mr);
+	e->raddr = b->addr;
+	e->blen = b->length;
+	e->bacc = (int)b->mw_access_flags;
+	wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
+}
+
 static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
 {
 	uint32_t slot = qp->sq_head & qp->sq_mask;
 	struct xiw_sqe *e = &qp->sq[slot];
 	bool inl = (wr->send_flags & IBV_SEND_INLINE) &&
-		   wr->opcode != IBV_WR_RDMA_READ;
+		   !sqe_is_request(wr->opcode);
 	int ret;
 
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge ||
@@ -96,15 +170,27 @@ static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
 	ret = inl ? sqe_copy_inline(qp, e, wr, slot) : sqe_copy_sges(qp, e, wr);
 	if (ret)
 		return ret;
+	e->local_st = 0;
+	if (wr->opcode == IBV_WR_BIND_MW)
+		sqe_bind(e, wr);
 	e->wr_id = wr->wr_id;
 	e->opcode = wr->opcode;
 	e->flags = wr->send_flags;
-	e->raddr = wr->wr.rdma.remote_addr;
-	e->rkey = wr->wr.rdma.rkey;
-	e->inv_stag = wr->opcode == IBV_WR_SEND_WITH_INV ? wr->invalidate_rkey : 0;
+	if (wr->opcode != IBV_WR_BIND_MW)
+		e->raddr = wr->wr.rdma.remote_addr;
+	e->rkey = wr->opcode == IBV_WR_BIND_MW ? wr->bind_mw.rkey :
+						  wr->wr.rdma.rkey;
+	e->inv_stag = wr->opcode == IBV_WR_SEND_WITH_INV ||
+		      wr->opcode == IBV_WR_LOCAL_INV ? wr->invalidate_rkey : 0;
 	memset(e->imm, 0, sizeof(e->imm));
-	if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)	/* network order */
+	if (wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM ||
+	    wr->opcode == IBV_WR_SEND_WITH_IMM)	/* network order */
 		memcpy(e->imm, &wr->imm_data, sizeof(wr->imm_data));
+	if (sqe_is_atomic(wr->opcode)) {
+		sqe_atomic_body(e, wr, qp->sq_head);	/* ReqID: SQ index */
+		e->rkey = wr->wr.atomic.rkey;
+		e->raddr = wr->wr.atomic.remote_addr;
+	}
 	e->state = XIW_SQE_QUEUED;
 	e->fail_st = 0;
 	e->resv = false;
@@ -176,12 +262,13 @@ static void post_kick(struct xiw_qp *qp, enum ibv_qp_state state)
  * thread sends them). Never blocks: it waits neither for the peer nor for
  * another thread's sendmsg.
  * Supported: SEND (SOLICITED -> SEND_SE), SEND_WITH_INV, RDMA_WRITE,
- * RDMA_READ; INLINE copies the data now (<= max_inline_data). A signalled
+ * RDMA_READ, RDMA_WRITE_WITH_IMM and SEND_WITH_IMM (each followed by an
+ * RFC 7306 Immediate Data message); INLINE copies the data now (<= max_inline_data). A signalled
  * WR starts only once a CQE slot of the send CQ is reserved for it (seed
  * 002): with the CQ full it waits in the SQ, so the SQ fills and posting
  * returns -ENOMEM; the CQ itself never overflows.
  * Return: 0, or -errno with *bad the first WR not posted: -ENOMEM SQ full,
- * -EINVAL bad opcode (WITH_IMM, atomics), num_sge, lkey, inline length, or
+ * -EINVAL bad opcode (atomics, MW binds), num_sge, lkey, inline length, or
  * QP not in RTS or ERROR. In ERROR the WRs complete at once with
  * IBV_WC_WR_FLUSH_ERR, as verbs providers do.
  */
@@ -295,14 +382,32 @@ static void msg_rtr(struct xiw_qp *qp)
 	msg_start(qp, XIW_TXK_RTR, &h, NULL, 0, 0);
 }
 
+/* Atomic Response (RFC 7306 §5.2) on QN 3, from the IRQ slot's body. */
+static void msg_atomic_resp(struct xiw_qp *qp, struct xiw_irqe *slot)
+{
+	struct xiw_fpdu_hdr h;
+
+	msg_untagged(&h, XIW_OP_ATOMIC_RESP, XIW_QN_ATOMIC_RESP,
+		     qp->tx_atom_msn++);
+	qp->msg.one = (struct ibv_sge){ .addr = (uintptr_t)slot->resp,
+					.length = XIW_ATOMIC_RESP_LEN };
+	qp->irq_active = true;
+	msg_start(qp, XIW_TXK_IRQ, &h, &qp->msg.one, 1, XIW_ATOMIC_RESP_LEN);
+}
+
 /* READ response for the IRQ head (RFC 5040 §4.5); false if it failed. */
 static bool msg_rresp(struct xiw_qp *qp)
 {
-	struct xiw_irqe e = qp->irq[qp->irq_tail++ & (XIW_IRQ_SIZE - 1)];
+	struct xiw_irqe *slot = &qp->irq[qp->irq_tail++ & (XIW_IRQ_SIZE - 1)];
+	struct xiw_irqe e = *slot;
 	struct xiw_fpdu_hdr h;
 	void *src = NULL;
 	int ret;
 
+	if (e.atomic) {
+		msg_atomic_resp(qp, slot);
+		return true;
+	}
 	if (e.len) {
 		ret = xiw_mr_check(e.src_stag, qp->pd, IBV_ACCESS_REMOTE_READ,
 				   e.src_to, e.len, true, &src);
@@ -326,7 +431,9 @@ static bool msg_rresp(struct xiw_qp *qp)
 
 static uint8_t send_opcode(const struct xiw_sqe *e)
 {
-	bool se = e->flags & IBV_SEND_SOLICITED;
+	/* SEND_WITH_IMM: the solicited event goes with its Immediate Data */
+	bool se = (e->flags & IBV_SEND_SOLICITED) &&
+		  e->opcode != IBV_WR_SEND_WITH_IMM;
 
 	if (e->opcode == IBV_WR_SEND_WITH_INV)
 		return se ? XIW_OP_SEND_SE_INV : XIW_OP_SEND_INV;
@@ -353,6 +460,27 @@ static void msg_read_req(struct xiw_qp *qp, struct xiw_sqe *e,
 }
 
 /*
+ * Atomic Request (RFC 7306 §5.1): untagged on the READ request queue
+ * (sharing its MSNs), the body as payload; its Response lands in the
+ * WR's 8-byte buffer (xiw_qp_rx.c) and completes it.
+ */
+static void msg_atomic_req(struct xiw_qp *qp, struct xiw_sqe *e,
+			   struct xiw_fpdu_hdr *h)
+{
+	struct xiw_orqe *o = orq_push(qp);
+
+	msg_untagged(h, XIW_OP_ATOMIC_REQ, XIW_QN_READ_REQ, qp->tx_rd_msn++);
+	o->atomic = true;
+	o->req_id = qp->sq_tx;
+	o->sq_idx = qp->sq_tx;
+	o->len = 8;
+	o->num_sge = 1;
+	o->sge[0] = e->sge[0];
+	qp->msg.one = (struct ibv_sge){ .addr = (uintptr_t)e->atom,
+					.length = XIW_ATOMIC_REQ_LEN };
+}
+
+/*
  * Zero-copy for this WR (XIW_ZCOPY_MIN): large WRITE/SEND payloads, while
  * the stream has not found the kernel copying anyway.
  */
@@ -360,7 +488,7 @@ static bool sqe_zc_wanted(struct xiw_qp *qp, const struct xiw_sqe *e)
 {
 	uint32_t min = xiw_tx_config()->zcopy_min;
 
-	return min && e->len >= min && e->opcode != IBV_WR_RDMA_READ &&
+	return min && e->len >= min && !sqe_is_request(e->opcode) &&
 	       !qp->zc_off && xiw_llp_zc_usable(qp->llp);
 }
 
@@ -385,6 +513,32 @@ static bool sqe_credit(struct xiw_qp *qp, struct xiw_sqe *e)
 	return true;
 }
 
+/*
+ * Bind / local invalidate at the SQ head (in posting order, behind what
+ * was sent before): act on the STag table and complete (IBV_WC_BIND_MW /
+ * IBV_WC_LOCAL_INV; a refused one with IBV_WC_MW_BIND_ERR /
+ * IBV_WC_LOC_PROT_ERR). Return: false if its CQE slot must be waited for.
+ */
+static bool msg_sq_local(struct xiw_qp *qp, struct xiw_sqe *e)
+{
+	int ret;
+
+	if (!sqe_credit(qp, e))
+		return false;
+	if (e->opcode == IBV_WR_BIND_MW) {
+		ret = xiw_mw_bind(e->mw, qp->pd, e->rkey, e->bmr, e->raddr,
+				  e->blen, e->bacc);
+		e->local_st = ret ? IBV_WC_MW_BIND_ERR : 0;
+	} else {
+		ret = xiw_mr_invalidate(e->inv_stag, qp->pd);
+		e->local_st = ret ? IBV_WC_LOC_PROT_ERR : 0;
+	}
+	e->state = XIW_SQE_DONE;
+	qp->sq_tx++;
+	xiw_qp_sq_retire(qp);
+	return true;
+}
+
 /* Start the next SQ WR if ORD, fencing and credits allow; false otherwise. */
 static bool msg_sq(struct xiw_qp *qp)
 {
@@ -392,7 +546,15 @@ static bool msg_sq(struct xiw_qp *qp)
 	uint32_t reads = qp->orq_head - qp->orq_tail;
 	struct xiw_fpdu_hdr h;
 
-	if ((e->opcode == IBV_WR_RDMA_READ && reads >= qp->ord) ||
+	while (sqe_is_local(e->opcode)) {
+		if (!msg_sq_local(qp, e))
+			return false;
+		if (qp->sq_tx == __atomic_load_n(&qp->sq_head, __ATOMIC_ACQUIRE))
+			return false;
+		e = &qp->sq[qp->sq_tx & qp->sq_mask];
+	}
+
+	if ((sqe_is_request(e->opcode) && reads >= qp->ord) ||
 	    ((e->flags & IBV_SEND_FENCE) && reads) || !sqe_credit(qp, e))
 		return false;
 	switch (e->opcode) {
@@ -403,6 +565,15 @@ static bool msg_sq(struct xiw_qp *qp)
 	case IBV_WR_RDMA_READ:
 		msg_read_req(qp, e, &h);
 		break;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		msg_atomic_req(qp, e, &h);
+		e->state = XIW_SQE_ACTIVE;
+		e->zc = false;
+		msg_start(qp, XIW_TXK_SQ, &h, &qp->msg.one, 1,
+			  XIW_ATOMIC_REQ_LEN);
+		qp->msg.sq_idx = qp->sq_tx++;
+		return true;
 	default:
 		msg_untagged(&h, send_opcode(e), XIW_QN_SEND, qp->tx_msn++);
 		h.inval_stag = e->inv_stag;
@@ -490,8 +661,9 @@ static void msg_advance(struct xiw_txmsg *m, uint32_t len)
 }
 
 /*
- * WRITE_WITH_IMM: after the WRITE, an Immediate Data message (RFC 7306 §6,
- * untagged QN 0, 8 octets: imm_data then zeros) for the peer's RQ.
+ * WRITE_WITH_IMM / SEND_WITH_IMM: after the WRITE or SEND, an Immediate
+ * Data message (RFC 7306 §6, untagged QN 0, 8 octets: imm_data then
+ * zeros) for the peer's RQ.
  * Return: true if that message was started.
  */
 static bool msg_chain_imm(struct xiw_qp *qp)
@@ -501,10 +673,12 @@ static bool msg_chain_imm(struct xiw_qp *qp)
 	struct xiw_fpdu_hdr h;
 	struct xiw_sqe *e;
 
-	if (m->kind != XIW_TXK_SQ || m->hdr.opcode != XIW_OP_WRITE)
+	if (m->kind != XIW_TXK_SQ || (m->hdr.opcode != XIW_OP_WRITE &&
+				       m->hdr.opcode != XIW_OP_SEND))
 		return false;
 	e = &qp->sq[idx & qp->sq_mask];
-	if (e->opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
+	if (e->opcode != IBV_WR_RDMA_WRITE_WITH_IMM &&
+	    e->opcode != IBV_WR_SEND_WITH_IMM)
 		return false;
 	msg_untagged(&h, (e->flags & IBV_SEND_SOLICITED) ? XIW_OP_IMM_SE :
 			 XIW_OP_IMM, XIW_QN_SEND, qp->tx_msn++);
@@ -654,7 +828,7 @@ static void batch_marks(struct xiw_qp *qp)
 		if (k->kind != XIW_TXK_SQ)
 			continue;
 		e = &qp->sq[k->idx & qp->sq_mask];
-		if (e->opcode != IBV_WR_RDMA_READ && !mark_ack(qp, k))
+		if (!sqe_is_request(e->opcode) && !mark_ack(qp, k))
 			e->state = XIW_SQE_DONE;
 		any = true;
 	}

@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "xiwarp/xiwarp.h"
+#include "xiw_bpffs.h"
 #include "xiw_sockops.h"
 #include "xiw_sockops.skel.h"
 
@@ -137,23 +138,28 @@ static int ring_cb(void *ctx, void *data, size_t len)
 }
 
 /*
- * The socket map is pinned once at XIW_BPF_PIN_SK_ACK and shared by every
- * xiwarp process (entries carry their owner), so nothing needs unpinning
- * when a process dies, however it dies. The pin name carries the value
- * layout version: builds with another layout pin their own map beside it
- * (libbpf refuses to reuse a pin whose value size differs). Without bpffs
- * (e.g. under `ip netns exec`, which remounts /sys) the map stays private
- * and unpinned.
+ * The socket map is pinned once at XIW_BPF_PIN_SK_ACK (the host's
+ * /sys/fs/bpf/xiwarp/xiw_sk_ack2, also from inside `ip netns exec`:
+ * xiw_bpffs.c) and shared by every xiwarp process (entries carry their
+ * owner), so nothing needs unpinning when a process dies, however it
+ * dies. The pin name carries the value layout version: builds with
+ * another layout pin their own map beside it (libbpf refuses to reuse a
+ * pin whose value size differs). Where no bpffs can be had (not root) the
+ * map stays private and unpinned.
  */
 static void want_pin(void)
 {
-	struct statfs st;
+	static char path[PATH_MAX], view[PATH_MAX];
+	char dir[PATH_MAX - 32];
 
-	if (statfs("/sys/fs/bpf", &st) || st.f_type != BPF_FS_MAGIC)
+	if (xiw_bpffs_pin_dir(dir, sizeof(dir)))
 		return;
-	if (mkdir(XIW_BPF_PIN_DIR, 0700) && errno != EEXIST)
-		return;
-	bpf_map__set_pin_path(so.skel->maps.xiw_sk_ack2, XIW_BPF_PIN_SK_ACK);
+	snprintf(path, sizeof(path), "%s/%s", dir,
+		 strrchr(XIW_BPF_PIN_SK_ACK, '/') + 1);
+	snprintf(view, sizeof(view), "%s/%s", dir,
+		 strrchr(XIW_BPF_PIN_SK_VIEW, '/') + 1);
+	bpf_map__set_pin_path(so.skel->maps.xiw_sk_ack2, path);
+	bpf_map__set_pin_path(so.skel->maps.xiw_sk_view2, view);
 }
 
 static int open_and_load(void)

@@ -116,6 +116,21 @@ int ibv_get_device_index(struct ibv_device *device)
 	return vdev_from_ibv(device)->dev->ifindex;
 }
 
+/*
+ * The engine's asynchronous events (xiw_async_fn) go to the context's
+ * async_fd, one struct ibv_async_event per write (atomic: < PIPE_BUF).
+ * The write end never blocks the engine: a full pipe (an application that
+ * never reads its events) drops the event, logged.
+ */
+static void async_to_fd(struct ibv_context *ctx, const struct ibv_async_event *ev)
+{
+	struct xiw_vctx *xc = xiw_vctx_from_ibv(ctx);
+
+	if (write(xc->async_wfd, ev, sizeof(*ev)) != (ssize_t)sizeof(*ev))
+		xiw_log(XIW_LOG_WARN, "async event %s dropped: async_fd not read",
+			ibv_event_type_str(ev->event_type));
+}
+
 /* cmd_fd stands for /dev/infiniband/uverbsN: nothing reads it. */
 static int open_fds(struct xiw_vctx *xc)
 {
@@ -123,6 +138,7 @@ static int open_fds(struct xiw_vctx *xc)
 
 	if (pipe2(p, O_CLOEXEC))
 		return -1;
+	fcntl(p[1], F_SETFL, O_NONBLOCK);
 	xc->vctx.context.async_fd = p[0];
 	xc->async_wfd = p[1];
 	xc->vctx.context.cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -155,6 +171,10 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	pthread_mutex_init(&ctx->mutex, NULL);
 	xc->vctx.sz = sizeof(xc->vctx);
 	xiw_verbs_set_ops(&xc->vctx);
+	xiw_async_set_handler(async_to_fd);
+	/* the port is up (an interface with an address): say so once, as a
+	 * port coming up does on a NIC */
+	xiw_async_port(ctx, 1, IBV_EVENT_PORT_ACTIVE);
 	return ctx;
 }
 

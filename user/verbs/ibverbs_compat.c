@@ -3,8 +3,8 @@
  * libibverbs drop-in: what iWARP (or this stack) does not have, and the
  * pure helpers (enum strings, rate conversions, fork support).
  *
- * iWARP has no UD QPs, so no address handles and no multicast; SRQs,
- * memory import and dma-buf MRs are unsupported (EOPNOTSUPP). Each entry point
+ * iWARP has no UD QPs, so no address handles and no multicast; memory
+ * import and dma-buf MRs are unsupported (EOPNOTSUPP). Each entry point
  * fails in the way rdma-core documents for it, so callers take their
  * "not supported" path instead of crashing.
  */
@@ -64,33 +64,6 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *context __unused,
 				struct ibv_ah_attr *attr __unused,
 				uint8_t eth_mac[ETHERNET_LL_SIZE] __unused,
 				uint16_t *vid __unused)
-{
-	return EOPNOTSUPP;
-}
-
-/* ---------------------------------------------------------------- SRQ --- */
-
-struct ibv_srq *ibv_create_srq(struct ibv_pd *pd __unused,
-			       struct ibv_srq_init_attr *srq_init_attr __unused)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-int ibv_modify_srq(struct ibv_srq *srq __unused,
-		   struct ibv_srq_attr *srq_attr __unused,
-		   int srq_attr_mask __unused)
-{
-	return EOPNOTSUPP;
-}
-
-int ibv_query_srq(struct ibv_srq *srq __unused,
-		  struct ibv_srq_attr *srq_attr __unused)
-{
-	return EOPNOTSUPP;
-}
-
-int ibv_destroy_srq(struct ibv_srq *srq __unused)
 {
 	return EOPNOTSUPP;
 }

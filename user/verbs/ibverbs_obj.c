@@ -61,13 +61,24 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 	return -xiw_mr_dereg(xiw_mr_from_ibv(mr));
 }
 
-/* The old MR stays valid: IBV_REREG_MR_ERR_INPUT with errno. */
+/*
+ * In place (the MR keeps its object, gets a new key). On a bad argument
+ * the old MR stays valid: IBV_REREG_MR_ERR_INPUT with errno, as
+ * ibv_rereg_mr(3) says.
+ */
 int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 		 size_t length, int access)
 {
-	(void)mr; (void)flags; (void)pd; (void)addr; (void)length; (void)access;
-	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_INPUT;
+	int ret;
+
+	access &= ~IBV_ACCESS_OPTIONAL_RANGE;
+	ret = xiw_mr_rereg(xiw_mr_from_ibv(mr), flags,
+			   pd ? xiw_pd_from_ibv(pd) : NULL, addr, length, access);
+	if (ret) {
+		errno = -ret;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------- completion channel --- */
@@ -123,12 +134,10 @@ int ibv_destroy_cq(struct ibv_cq *cq)
 	return -xiw_cq_destroy(xiw_cq_from_ibv(cq));
 }
 
-/* A CQ is "at least cqe" deep: shrinking is a no-op, growing unsupported. */
+/* A new ring of at least cqe entries; queued WCs move over in order. */
 int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
-	if (cqe < 1)
-		return EINVAL;
-	return cqe <= cq->cqe ? 0 : EOPNOTSUPP;
+	return -xiw_cq_resize(xiw_cq_from_ibv(cq), cqe);
 }
 
 /* ---------------------------------------------------------------- QP --- */
@@ -149,10 +158,6 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 
 	if (!qp_type_ok(qp_init_attr->qp_type)) {
 		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	if (qp_init_attr->srq) {
-		errno = EOPNOTSUPP;	/* no SRQ can exist yet */
 		return NULL;
 	}
 	qp = xiw_qp_create(xiw_pd_from_ibv(pd), qp_init_attr);
@@ -181,4 +186,30 @@ struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
 	(void)qp;
 	return NULL;
+}
+
+/* --------------------------------------------------------------- SRQ --- */
+
+struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
+			       struct ibv_srq_init_attr *srq_init_attr)
+{
+	struct xiw_srq *srq = xiw_srq_create(xiw_pd_from_ibv(pd), srq_init_attr);
+
+	return srq ? (struct ibv_srq *)srq : NULL;
+}
+
+int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
+		   int srq_attr_mask)
+{
+	return -xiw_srq_modify(xiw_srq_from_ibv(srq), srq_attr, srq_attr_mask);
+}
+
+int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
+{
+	return -xiw_srq_query(xiw_srq_from_ibv(srq), srq_attr);
+}
+
+int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	return -xiw_srq_destroy(xiw_srq_from_ibv(srq));
 }

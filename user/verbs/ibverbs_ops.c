@@ -43,9 +43,7 @@ static int op_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 static int op_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			    struct ibv_recv_wr **bad_wr)
 {
-	(void)srq;
-	*bad_wr = wr;
-	return EOPNOTSUPP;
+	return -xiw_post_srq_recv(xiw_srq_from_ibv(srq), wr, bad_wr);
 }
 
 static int op_query_port(struct ibv_context *context, uint8_t port_num,
@@ -74,6 +72,8 @@ static int op_query_device_ex(struct ibv_context *context,
 		return EINVAL;
 	memset(&ex, 0, sizeof(ex));
 	xiw_device_query(xiw_ctx_dev(context), &ex.orig_attr);
+	/* the extended flags repeat the 32 classic ones (rdma-core) */
+	ex.device_cap_flags_ex = ex.orig_attr.device_cap_flags;
 	memcpy(attr, &ex, n);
 	return 0;
 }
@@ -130,21 +130,24 @@ static void *op_compat_dummy(void)
 	return enosup_ptr();
 }
 
-static struct ibv_mw *op_alloc_mw(struct ibv_pd *pd __unused,
-				  enum ibv_mw_type type __unused)
+/* Type 2 memory windows: bound by IBV_WR_BIND_MW (ibv_post_send). */
+static struct ibv_mw *op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
-	return enosup_ptr();
+	struct xiw_mw *mw = xiw_mw_alloc(xiw_pd_from_ibv(pd), type);
+
+	return mw ? &mw->ibv : NULL;
 }
 
+/* ibv_bind_mw(3) binds type 1 windows, which xiwarp does not have. */
 static int op_bind_mw(struct ibv_qp *qp __unused, struct ibv_mw *mw __unused,
 		      struct ibv_mw_bind *mw_bind __unused)
 {
 	return EOPNOTSUPP;
 }
 
-static int op_dealloc_mw(struct ibv_mw *mw __unused)
+static int op_dealloc_mw(struct ibv_mw *mw)
 {
-	return EOPNOTSUPP;
+	return -xiw_mw_dealloc(xiw_mw_from_ibv(mw));
 }
 
 static int op_advise_mr(struct ibv_pd *pd __unused,
@@ -322,10 +325,24 @@ static int op_get_srq_num(struct ibv_srq *srq __unused, uint32_t *num __unused)
 	return EOPNOTSUPP;
 }
 
+/* The basic SRQ only (no XRC, no tag matching). */
 static struct ibv_srq *op_create_srq_ex(struct ibv_context *ctx __unused,
-					struct ibv_srq_init_attr_ex *a __unused)
+					struct ibv_srq_init_attr_ex *a)
 {
-	return enosup_ptr();
+	uint32_t ok = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+	struct ibv_srq_init_attr init;
+	struct ibv_srq *srq;
+
+	if ((a->comp_mask & ~ok) || !(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) ||
+	    ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	     a->srq_type != IBV_SRQT_BASIC))
+		return enosup_ptr();
+	init.srq_context = a->srq_context;
+	init.attr = a->attr;
+	srq = ibv_create_srq(a->pd, &init);
+	if (srq)
+		a->attr = init.attr;
+	return srq;
 }
 
 static struct ibv_xrcd *op_open_xrcd(struct ibv_context *ctx __unused,

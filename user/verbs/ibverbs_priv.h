@@ -30,8 +30,8 @@ struct xiw_vdev {
  * An open device. vctx.context is what applications see; verbs_get_ctx()
  * finds vctx from it, so vctx must stay intact, and our own fields go in
  * front of it.
- * @async_wfd: write end of the pipe whose read end is context.async_fd
- *             (nothing writes async events yet; the fd just has to be real).
+ * @async_wfd: write end (non-blocking) of the pipe whose read end is
+ *             context.async_fd: the engine's async events (ibverbs.c).
  */
 struct xiw_vctx {
 	struct xiw_device *dev;

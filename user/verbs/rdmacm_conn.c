@@ -71,12 +71,30 @@ static int xcm_pdata(struct xcm_id *x, const struct rdma_conn_param *p,
 	return 0;
 }
 
-static int xcm_need_qp(struct rdma_cm_id *id, const char *op)
+/*
+ * iWARP binds the connection to a QP during MPA: the id's, or one the
+ * application made itself and names by conn_param->qp_num (the kernel's
+ * iw_cm looks it up the same way, iw_get_qp()).
+ */
+static int xcm_need_qp(struct rdma_cm_id *id, const struct rdma_conn_param *p,
+		       const char *op)
 {
+	struct xiw_qp *qp;
+
+	xcm_id(id)->ext_qp = NULL;
 	if (id->qp)
 		return 0;
-	/* iWARP binds the connection to a QP during MPA: no QP, no connect */
-	xiw_log(XIW_LOG_INFO, XCM_PFX "%s: no QP on the id (rdma_create_qp first)", op);
+	if (p && p->qp_num) {
+		qp = xiw_qp_lookup(id->verbs, p->qp_num);
+		if (qp) {
+			xcm_id(id)->ext_qp = (struct ibv_qp *)qp;
+			return 0;
+		}
+		xiw_log(XIW_LOG_INFO, XCM_PFX "%s: no QP %u on this device",
+			op, p->qp_num);
+		return xcm_err(EINVAL);
+	}
+	xiw_log(XIW_LOG_INFO, XCM_PFX "%s: no QP on the id (rdma_create_qp, or conn_param qp_num)", op);
 	return xcm_err(EINVAL);
 }
 
@@ -103,13 +121,13 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 		return xcm_err(EINVAL);
 	if (x->state != XCM_ROUTE_RESOLVED)
 		return xcm_bad_state(x, "rdma_connect");
-	if (xcm_need_qp(id, "connect") ||
+	if (xcm_need_qp(id, conn_param, "connect") ||
 	    xcm_depths(conn_param, XIW_MAX_IRD, XIW_MAX_ORD, &ird, &ord) ||
 	    xcm_pdata(x, conn_param, &plen))
 		return -1;
 	xcm_connect_src(x, &src);
 	xcm_set_state(x, XCM_CONNECT);
-	ret = xiw_cm_connect(xiw_qp_from_ibv(id->qp), (struct sockaddr *)&src,
+	ret = xiw_cm_connect(xiw_qp_from_ibv(xcm_qp(id)), (struct sockaddr *)&src,
 			     &id->route.addr.dst_addr, x->pdata, plen, ird, ord,
 			     xcm_engine_handler, (void *)(uintptr_t)x->handle);
 	if (ret) {
@@ -157,14 +175,14 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 		return xcm_err(EINVAL);
 	if (x->state != XCM_REQ_RECV)
 		return xcm_bad_state(x, "rdma_accept");
-	if (xcm_need_qp(id, "accept") ||
+	if (xcm_need_qp(id, conn_param, "accept") ||
 	    xcm_depths(conn_param, x->resp_res, x->init_depth, &ird, &ord) ||
 	    xcm_pdata(x, conn_param, &plen))
 		return -1;
 	conn = xcm_take_conn(x, XCM_ACCEPT);
 	if (!conn)
 		return xcm_bad_state(x, "rdma_accept");
-	ret = xiw_cm_accept(conn, xiw_qp_from_ibv(id->qp), x->pdata, plen, ird, ord,
+	ret = xiw_cm_accept(conn, xiw_qp_from_ibv(xcm_qp(id)), x->pdata, plen, ird, ord,
 			    xcm_engine_handler, (void *)(uintptr_t)x->handle);
 	if (ret) {
 		/* still pending: the app may reject or destroy the id */
@@ -232,9 +250,9 @@ int rdma_disconnect(struct rdma_cm_id *id)
 		return xcm_err(EINVAL);
 	if (x->state == XCM_REQ_RECV || x->state == XCM_LISTEN)
 		return xcm_bad_state(x, "rdma_disconnect");
-	started = xcm_begin_disconnect(x) && id->qp;
+	started = xcm_begin_disconnect(x) && xcm_qp(id);
 	if (started) {
-		ret = xiw_cm_disconnect(xiw_qp_from_ibv(id->qp));
+		ret = xiw_cm_disconnect(xiw_qp_from_ibv(xcm_qp(id)));
 		if (ret && ret != -ENOTCONN) {
 			xiw_log(XIW_LOG_INFO, XCM_PFX "disconnect: %s", strerror(-ret));
 			return xcm_err(-ret);

@@ -155,6 +155,7 @@ struct xcm_id {
 	struct xiw_cm_listener *listener;
 	struct xiw_cm_conn *conn;
 	struct ibv_qp_init_attr *qp_init_attr;
+	struct ibv_qp *ext_qp;		/* the app's own QP, by conn_param->qp_num */
 	uint8_t resp_res, init_depth;
 	void *connect;
 	uint8_t connect_len;
@@ -164,6 +165,12 @@ struct xcm_id {
 static inline struct xcm_id *xcm_id(struct rdma_cm_id *id)
 {
 	return (struct xcm_id *)id;
+}
+
+/* The QP the connection runs on: the id's, or the app's own (rping -q). */
+static inline struct ibv_qp *xcm_qp(struct rdma_cm_id *id)
+{
+	return id->qp ? id->qp : xcm_id(id)->ext_qp;
 }
 
 extern pthread_mutex_t xcm_lock;

@@ -174,7 +174,7 @@ void rdma_destroy_qp(struct rdma_cm_id *id)
 
 /*
  * What the kernel's iWARP CM (iw_cm_init_qp_attr + rdma_init_qp_attr)
- * answers: access flags for INIT/RTR, nothing but the state for RTS,
+ * answers: access flags for INIT/RTR, nothing for RTS (the CM moves it),
  * and always the port.
  */
 int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
@@ -189,7 +189,8 @@ int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr,
 		*qp_attr_mask = IBV_QP_STATE | IBV_QP_ACCESS_FLAGS;
 		break;
 	case IBV_QPS_RTS:
-		*qp_attr_mask = IBV_QP_STATE;
+		/* iw_cm: the CM moves the QP to RTS itself (mask 0) */
+		*qp_attr_mask = 0;
 		break;
 	default:
 		return xcm_err(EINVAL);

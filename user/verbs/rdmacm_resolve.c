@@ -28,6 +28,24 @@ static int xcm_is_any(const struct sockaddr *sa)
 	return 0;
 }
 
+/*
+ * 127.0.0.0/8 or ::1. A bind there gets no device, as a wildcard bind:
+ * libfabric's verbs provider binds "localhost" when it has no source
+ * address and then, finding no device on the id, takes the addresses of
+ * the RDMA interfaces (vrb_fill_addr); with a device it would publish
+ * 127.0.0.1 as its listening name, which no other host can reach.
+ */
+static int xcm_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr)
+			>> 24) == 127;
+	if (sa->sa_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)sa)->sin6_addr,
+			       &in6addr_loopback, sizeof(struct in6_addr));
+	return 0;
+}
+
 static in_port_t xcm_sa_port(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET)
@@ -51,7 +69,7 @@ static int xcm_bind(struct xcm_id *x, const struct sockaddr *addr)
 
 	memset(&ss, 0, sizeof(ss));
 	memcpy(&ss, addr, xcm_addrlen(addr));
-	if (!xcm_is_any(addr)) {
+	if (!xcm_is_any(addr) && !xcm_is_loopback(addr)) {
 		dev = xcm_dev_by_addr(addr);
 		if (!dev)
 			return -1;

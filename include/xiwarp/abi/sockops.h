@@ -74,5 +74,7 @@ struct xiw_ack_event {
  * carries the layout version of struct xiw_sk_ack */
 #define XIW_BPF_PIN_DIR "/sys/fs/bpf/xiwarp"
 #define XIW_BPF_PIN_SK_ACK XIW_BPF_PIN_DIR "/xiw_sk_ack2"
+/* the same state, listable: socket cookie -> struct xiw_sk_ack (bpftool) */
+#define XIW_BPF_PIN_SK_VIEW XIW_BPF_PIN_DIR "/xiw_sk_view2"
 
 #endif /* XIWARP_ABI_SOCKOPS_H */

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The ACK tracer's state as the host's bpftool sees it (issue 10, item 3):
+# ack-mode rping runs under `ip netns exec` (a private mount view with its
+# own /sys), yet the maps are pinned in the host's /sys/fs/bpf/xiwarp
+# (bpffs is mounted there if it was missing), and
+# `bpftool map dump pinned /sys/fs/bpf/xiwarp/xiw_sk_view2` lists the
+# registered sockets of both processes with their field names (BTF).
+# Exit 0 pass, 1 fail, 77 skip (not root, no netns, no sockops here).
+# timeout: 120
+set -uo pipefail
+# shellcheck source=tests/netns/lib_clients.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/lib_clients.sh"
+
+VIEW=/sys/fs/bpf/xiwarp/xiw_sk_view2
+xc_need_xiwarp || exit 1
+xc_need_progs rping bpftool || exit $?
+xc_setup vbpin || exit $?
+
+port=18690
+xiw_bg A env XIW_TX_COMPLETION=ack XIW_LOG=info "$XIWRUN" rping -s -a "$XIW_IP_A" -p $port \
+	>"$XIW_LOGDIR/srv.log" 2>&1
+spid=$XIW_LAST_PID
+xiw_wait_listen A $port 10 "$spid" || { echo "FAIL: rping server did not listen"; exit 1; }
+xiw_bg B env XIW_TX_COMPLETION=ack XIW_LOG=info "$XIWRUN" rping -c -a "$XIW_IP_A" -p $port \
+	-C 1000000 >"$XIW_LOGDIR/cli.log" 2>&1
+cpid=$XIW_LAST_PID
+
+# both processes registered their socket once it carried a round trip
+ok=0
+for ((i = 0; i < 50; i++)); do
+	sleep 0.2
+	bpftool map dump pinned "$VIEW" >"$XIW_LOGDIR/dump.json" 2>"$XIW_LOGDIR/dump.err" || continue
+	if grep -q "\"owner\": $spid," "$XIW_LOGDIR/dump.json" &&
+		grep -q "\"owner\": $cpid," "$XIW_LOGDIR/dump.json"; then
+		ok=1
+		break
+	fi
+done
+xiw_stop "$cpid" 2 >/dev/null 2>&1
+xiw_stop "$spid" 2 >/dev/null 2>&1
+if grep -q 'ACK tracing unavailable' "$XIW_LOGDIR/srv.log"; then
+	echo "SKIP: the sockops tracer cannot load here:"
+	grep 'ACK tracing unavailable' "$XIW_LOGDIR/srv.log"
+	exit 77
+fi
+rc=0
+if [ $ok = 1 ]; then
+	echo "PASS  host bpftool lists both processes' sockets from $VIEW"
+else
+	echo "FAIL  no entries for server pid $spid and client pid $cpid in $VIEW"
+	cat "$XIW_LOGDIR/dump.err" "$XIW_LOGDIR/dump.json" "$XIW_LOGDIR/srv.log" 2>/dev/null | tail -30
+	rc=1
+fi
+for f in cookie bytes_acked watermark armed owner snd_una acks events; do
+	grep -q "\"$f\":" "$XIW_LOGDIR/dump.json" ||
+		{ echo "FAIL  field name '$f' missing (no BTF?)"; rc=1; }
+done
+[ $rc = 0 ] && echo "PASS  entries show field names (BTF): $(grep -c '"owner"' "$XIW_LOGDIR/dump.json") sockets"
+if [ "$(stat -f -c %T /sys/fs/bpf)" != bpf_fs ]; then
+	echo "FAIL  the host's /sys/fs/bpf is not a bpffs"
+	rc=1
+fi
+perm=$(stat -c '%a %U' /sys/fs/bpf/xiwarp "$VIEW" | tr '\n' ' ')
+echo "pins: /sys/fs/bpf/xiwarp and the maps: $perm(root only)"
+exit $rc
