@@ -99,7 +99,8 @@ $(LIB)/libxiwarp.so.1: $(ENGINE_OBJS)
 SHIM_LDFLAGS = -shared -Wl,-z,defs -Wl,-rpath,'$$ORIGIN' $(LDFLAGS)
 
 VERBS_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard user/verbs/ibverbs*.c)))
-RDMACM_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard user/verbs/rdmacm*.c)))
+# rsockets (user/sockets/xrs_*.c) live in librdmacm, as in rdma-core
+RDMACM_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard user/verbs/rdmacm*.c user/sockets/xrs_*.c)))
 
 $(LIB)/libibverbs.so.1: $(VERBS_OBJS) user/verbs/libibverbs.map $(LIB)/libxiwarp.so.1
 	$(CC) $(SHIM_LDFLAGS) -Wl,-soname,libibverbs.so.1 \

@@ -149,6 +149,7 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 {
 	struct xcm_id *x = xcm_id(id);
 	socklen_t dlen = xcm_addrlen(dst_addr);
+	struct sockaddr_storage dst;
 	int status;
 
 	(void)timeout_ms;	/* resolution is immediate */
@@ -158,9 +159,11 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 		return xcm_bad_state(x, "rdma_resolve_addr");
 	if (src_addr && !x->bound && xcm_bind(x, src_addr))
 		return -1;
-	memset(&id->route.addr.dst_storage, 0, sizeof(id->route.addr.dst_storage));
-	memcpy(&id->route.addr.dst_storage, dst_addr, dlen);
-	status = xcm_resolve_src(x, dst_addr);
+	/* rsockets pass &id->route.addr.dst_addr itself: copy it first */
+	memset(&dst, 0, sizeof(dst));
+	memcpy(&dst, dst_addr, dlen);
+	memcpy(&id->route.addr.dst_storage, &dst, sizeof(dst));
+	status = xcm_resolve_src(x, (struct sockaddr *)&dst);
 	if (status)
 		xiw_log(XIW_LOG_INFO, XCM_PFX "resolve_addr: %s", strerror(-status));
 	else
