@@ -348,7 +348,7 @@ void xrs_drain_events(struct xrs *rs)
 	ssize_t n;
 	unsigned int ev = 0;
 
-	while ((n = read(rs->index, rec, sizeof(rec))) > 0) {
+	while ((n = xrs_sys_read(rs->index, rec, sizeof(rec))) > 0) {
 		for (ssize_t i = 0; i < n / (ssize_t)sizeof(rec[0]); i++)
 			ev += rec[i] != 0;
 		if (n < (ssize_t)sizeof(rec))
@@ -376,7 +376,6 @@ static int64_t xrs_now_ms(void)
 /* Sleep until fd A says something happened (or @deadline, ms; <0: none). */
 static int xrs_wait_event(struct xrs *rs, int64_t deadline)
 {
-	struct pollfd p = { .fd = rs->index, .events = POLLIN };
 	int to = -1, n;
 
 	if (deadline >= 0) {
@@ -384,7 +383,7 @@ static int xrs_wait_event(struct xrs *rs, int64_t deadline)
 		if (to <= 0)
 			return xrs_err(ETIMEDOUT);
 	}
-	n = poll(&p, 1, to);
+	n = xrs_sys_poll1(rs->index, POLLIN, to);
 	if (n < 0)
 		return -1;	/* EINTR: the caller returns it, as a socket would */
 	if (n == 0)

@@ -206,6 +206,8 @@ void xrs_free_ep(struct xrs *rs)
 	free(rs->rbuf);
 	free(rs->target_buf);
 	free(rs->msgbuf);
+	for (uint32_t i = 0; rs->rmsg && i < rs->rmsg_size; i++)
+		free(rs->rmsg[i].stash);
 	free(rs->rmsg);
 	rs->sbuf = rs->rbuf = rs->msgbuf = NULL;
 	rs->target_buf = NULL;

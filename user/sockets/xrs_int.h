@@ -24,9 +24,13 @@
 #define XRS_INT_H
 
 #include <pthread.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
+#include <unistd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 #include "xrs_wire.h"
@@ -106,8 +110,11 @@ struct xrs_rmsg {
 	uint64_t addr;
 	uint32_t stag;
 	uint32_t done;
+	int64_t t_ns;		/* SRCAVAIL: when it arrived */
+	uint8_t *stash;		/* STASH: the bytes, read from @done on */
 };
 #define XRS_RMSG_WRCOMPL 8	/* rmsg op for a WRCOMPL (not a wire op) */
+#define XRS_RMSG_STASH	9	/* a SrcAvail read into library memory */
 
 struct xrs_iomap_mr {
 	uint64_t offset;
@@ -142,9 +149,10 @@ struct xrs_zc {
 	uint32_t recv_msgs;		/* stream-ordered messages received */
 	uint16_t my_sink_id;
 	int rd_state;			/* RDMA READ of a SrcAvail buffer */
+	int rx_srcavail;		/* SrcAvails queued, not read or stashed */
 	/* statistics (xrs_zc_stats) */
 	uint64_t n_srcavail, n_sinkavail_tx, n_sinkavail_rx, n_sendsm,
-		 n_rdcompl, n_wrcompl, n_sink_wasted, n_sink_stale,
+		 n_rdcompl, n_wrcompl, n_sink_wasted, n_sink_stale, n_stash,
 		 bytes_read, bytes_written, bytes_bcopy;
 };
 
@@ -221,6 +229,35 @@ struct xrs {
 	struct xrs_zc zc;
 };
 
+/*
+ * The socket's own fds (A, B) are used through the raw system calls: an
+ * LD_PRELOAD that interposes read/write/poll/close (libxiwsock.so, whose
+ * application fd *is* A) must not take our bookkeeping for application I/O.
+ */
+static inline ssize_t xrs_sys_read(int fd, void *buf, size_t n)
+{
+	return syscall(SYS_read, fd, buf, n);
+}
+
+static inline ssize_t xrs_sys_write(int fd, const void *buf, size_t n)
+{
+	return syscall(SYS_write, fd, buf, n);
+}
+
+static inline int xrs_sys_close(int fd)
+{
+	return (int)syscall(SYS_close, fd);
+}
+
+static inline int xrs_sys_poll1(int fd, short events, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
+	int n = (int)syscall(SYS_ppoll, &p, 1, timeout_ms < 0 ? NULL : &ts, NULL, 0);
+
+	return n > 0 ? p.revents : n;
+}
+
 /* ------------------------------------------------------------ table --- */
 struct xrs *xrs_lookup(int fd);
 int xrs_table_set(int fd, struct xrs *rs);
@@ -230,7 +267,7 @@ void xrs_table_clear(int fd, struct xrs *rs);
 struct xrs *xrs_alloc(const struct xrs *inherit);
 void xrs_free(struct xrs *rs);
 int xrs_do_connect(struct xrs *rs);
-int xrs_accept_id(struct xrs *rs, struct rdma_cm_id *lid);
+int xrs_accept_id(struct xrs *rs, struct rdma_cm_id *lid, int afd, int bfd);
 int xrs_err(int err);
 
 /* ----------------------------------------------- endpoint (xrs_ep.c) --- */
@@ -291,11 +328,16 @@ ssize_t xrs_zc_recv_srcavail(struct xrs *rs, struct xrs_rmsg *m,
 ssize_t xrs_zc_try_sinkavail(struct xrs *rs, const struct iovec **iov,
 			     size_t *off, size_t left, int flags);
 void xrs_zc_shutdown(struct xrs *rs);
+void xrs_zc_serve(struct xrs *rs, int64_t min_age_ns);
+size_t xrs_zc_take_stash(struct xrs *rs, struct xrs_rmsg *m,
+			 const struct iovec **iov, size_t *off, size_t left);
+#define XRS_XZ_SERVE_NS 1000000	/* a SrcAvail no reader took for 1 ms */
 bool xrs_zc_knob_on(void);
 
 /* ------------------------------------------------- poll (xrs_poll.c) --- */
 short xrs_revents(struct xrs *rs, short events);
 void xrs_sync_token(struct xrs *rs);
+void xrs_settle(struct xrs *rs, bool want_out);
 
 /* ------------------------------------------------ knobs (xrs_sock.c) --- */
 struct xrs_knobs {

@@ -97,40 +97,74 @@ short xrs_revents(struct xrs *rs, short events)
 	return xrs_poll_rs(rs, events, true, xrs_poll_all);
 }
 
+static void xrs_mark(struct xrs *rs)
+{
+	static const uint64_t marker;	/* CQ events are non-zero pointers */
+
+	if (!rs->token && xrs_sys_write(rs->bfd, &marker, sizeof(marker)) == sizeof(marker))
+		rs->token = true;
+}
+
+/*
+ * The invariant for @rs; with @want_out also "not writable => armed", so
+ * a completion that makes room wakes a poller waiting for POLLOUT.
+ */
+static void xrs_sync(struct xrs *rs, bool want_out)
+{
+	bool ready, arm;
+
+	if (!rs->cq)
+		return;
+	pthread_mutex_lock(&rs->cq_lock);
+	ready = xrs_read_ready(rs);
+	arm = !ready || (want_out && !xrs_can_send(rs) && (rs->state & xrs_writable));
+	if (ready)
+		xrs_mark(rs);
+	else if (rs->token)
+		xrs_drain_events(rs);
+	if (arm && !rs->cq_armed) {
+		ibv_req_notify_cq(rs->cq, 0);
+		rs->cq_armed = true;
+	}
+	pthread_mutex_unlock(&rs->cq_lock);
+	if (!arm || !(rs->state & xrs_connected))
+		return;
+	/* a completion that came before the arm fires nothing: look again */
+	xrs_process_cq(rs, true, xrs_poll_all);
+	pthread_mutex_lock(&rs->cq_lock);
+	if (xrs_read_ready(rs))
+		xrs_mark(rs);
+	pthread_mutex_unlock(&rs->cq_lock);
+}
+
 /**
  * xrs_sync_token() - restore the pollable-fd invariant (header comment)
  * after a call changed @rs.
  */
 void xrs_sync_token(struct xrs *rs)
 {
-	static const uint64_t marker;	/* CQ events are non-zero pointers */
-	bool ready;
+	xrs_sync(rs, false);
+}
 
+/**
+ * xrs_settle() - @rs's fd woke a poller: empty it (unless a thread of
+ * ours sleeps on it and will), take the completions, restore the
+ * invariant; @want_out: also arm for writability.
+ */
+void xrs_settle(struct xrs *rs, bool want_out)
+{
 	if (!rs->cq)
 		return;
-	pthread_mutex_lock(&rs->cq_lock);
-	ready = xrs_read_ready(rs);
-	if (ready && !rs->token) {
-		if (write(rs->bfd, &marker, sizeof(marker)) == sizeof(marker))
-			rs->token = true;
-	} else if (!ready) {
-		if (rs->token)
-			xrs_drain_events(rs);
-		if (!rs->cq_armed) {
-			ibv_req_notify_cq(rs->cq, 0);
-			rs->cq_armed = true;
-		}
-	}
-	pthread_mutex_unlock(&rs->cq_lock);
-	/* a completion that came before the arm fires nothing: look again */
-	if (!ready && (rs->state & xrs_connected)) {
-		xrs_process_cq(rs, true, xrs_poll_all);
+	if (!pthread_mutex_trylock(&rs->wait_lock)) {
 		pthread_mutex_lock(&rs->cq_lock);
-		if (xrs_read_ready(rs) && !rs->token &&
-		    write(rs->bfd, &marker, sizeof(marker)) == sizeof(marker))
-			rs->token = true;
+		xrs_drain_events(rs);
 		pthread_mutex_unlock(&rs->cq_lock);
+		pthread_mutex_unlock(&rs->wait_lock);
 	}
+	xrs_process_cq(rs, true, xrs_poll_all);
+	/* a zero-copy send nobody reads holds its sender: take it */
+	xrs_zc_serve(rs, XRS_XZ_SERVE_NS);
+	xrs_sync(rs, want_out);
 }
 
 /* ------------------------------------------------------------ rpoll --- */
@@ -142,10 +176,12 @@ static int xrs_poll_check(struct pollfd *fds, nfds_t nfds)
 	for (nfds_t i = 0; i < nfds; i++) {
 		struct xrs *rs = xrs_lookup(fds[i].fd);
 
-		if (rs)
+		if (rs) {
 			fds[i].revents = xrs_poll_rs(rs, fds[i].events, true, xrs_poll_all);
-		else
+			xrs_zc_serve(rs, XRS_XZ_SERVE_NS);
+		} else {
 			poll(&fds[i], 1, 0);
+		}
 		if (fds[i].revents)
 			cnt++;
 	}

@@ -41,19 +41,39 @@ static void xrs_copy_out(struct xrs *rs, uint32_t *roff, const struct iovec **io
 	}
 }
 
-/* MSG_PEEK: copy what DATA messages hold, consume nothing. */
+/* MSG_PEEK: copy what DATA (and stashed) messages hold, consume nothing. */
 static size_t xrs_peek(struct xrs *rs, const struct iovec *iov, size_t len)
 {
 	const struct iovec *cur = iov;
 	size_t off = 0, left = len;
 	uint32_t head = rs->rmsg_head, roff = rs->rbuf_offset;
 
-	while (left && head != rs->rmsg_tail && rs->rmsg[head].op == XRS_OP_DATA) {
-		uint32_t n = rs->rmsg[head].data;
+	while (left && head != rs->rmsg_tail) {
+		struct xrs_rmsg *m = &rs->rmsg[head];
+		uint32_t n = m->data, done = 0;
 
+		if (m->op != XRS_OP_DATA && m->op != XRS_RMSG_STASH)
+			break;
 		if (n > left)
 			n = (uint32_t)left;
-		xrs_copy_out(rs, &roff, &cur, &off, n);
+		if (m->op == XRS_OP_DATA) {
+			xrs_copy_out(rs, &roff, &cur, &off, n);
+		} else {
+			while (done < n) {
+				size_t c = cur->iov_len - off;
+
+				if (c > n - done)
+					c = n - done;
+				memcpy((uint8_t *)cur->iov_base + off,
+				       m->stash + m->done + done, c);
+				done += (uint32_t)c;
+				off += c;
+				if (off == cur->iov_len) {
+					cur++;
+					off = 0;
+				}
+			}
+		}
 		left -= n;
 		if (++head == rs->rmsg_size)
 			head = 0;
@@ -92,6 +112,10 @@ static ssize_t xrs_take(struct xrs *rs, const struct iovec **cur, size_t *off,
 
 		if (m->op == XRS_OP_DATA) {
 			got += xrs_read_data(rs, cur, off, left - got);
+			continue;
+		}
+		if (m->op == XRS_RMSG_STASH) {
+			got += xrs_zc_take_stash(rs, m, cur, off, left - got);
 			continue;
 		}
 		if (m->op != XRS_OP_XZ_SRCAVAIL) {

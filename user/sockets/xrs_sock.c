@@ -102,18 +102,22 @@ struct xrs *xrs_alloc(const struct xrs *inherit)
 	return rs;
 }
 
-/* The socket's fd: one end of a socketpair, the other for events. */
-static int xrs_open_fds(struct xrs *rs)
+/*
+ * The socket's fd: one end of a socketpair, the other for events. The
+ * preload may bring its own pair (@afd/@bfd >= 0; both non-blocking).
+ */
+static int xrs_open_fds(struct xrs *rs, int afd, int bfd)
 {
-	int sv[2];
+	int sv[2] = { afd, bfd };
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
+	if (afd < 0 &&
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
 		return -1;
 	rs->index = sv[0];
 	rs->bfd = sv[1];
 	if (xrs_table_set(rs->index, rs)) {
-		close(sv[0]);
-		close(sv[1]);
+		xrs_sys_close(sv[0]);
+		xrs_sys_close(sv[1]);
 		rs->index = rs->bfd = -1;
 		return xrs_err(EMFILE);
 	}
@@ -137,10 +141,10 @@ void xrs_free(struct xrs *rs)
 		rdma_destroy_id(rs->cm_id);
 	if (rs->index >= 0) {
 		xrs_table_clear(rs->index, rs);
-		close(rs->index);
+		xrs_sys_close(rs->index);
 	}
 	if (rs->bfd >= 0)
-		close(rs->bfd);
+		xrs_sys_close(rs->bfd);
 	pthread_mutex_destroy(&rs->slock);
 	pthread_mutex_destroy(&rs->rlock);
 	pthread_mutex_destroy(&rs->cq_lock);
@@ -165,7 +169,7 @@ int rsocket(int domain, int type, int protocol)
 	if (rdma_create_id(NULL, &rs->cm_id, rs, RDMA_PS_TCP))
 		goto err;
 	rs->cm_id->route.addr.src_addr.sa_family = (sa_family_t)domain;
-	if (xrs_open_fds(rs))
+	if (xrs_open_fds(rs, -1, -1))
 		goto err;
 	return rs->index;
 err:
@@ -250,9 +254,10 @@ static int xrs_accept_new(struct xrs *rs, struct xrs *nrs)
 /**
  * xrs_accept_id() - finish a passive connection whose request sits on
  * the synchronous listener id @lid (rlisten, or an adopted TCP stream).
- * Return: the new socket's fd, or -1 with errno.
+ * @afd, @bfd: the socketpair to use, or -1 for a new one.
+ * Return: the new socket's fd, or -1 with errno (a given pair is closed).
  */
-int xrs_accept_id(struct xrs *rs, struct rdma_cm_id *lid)
+int xrs_accept_id(struct xrs *rs, struct rdma_cm_id *lid, int afd, int bfd)
 {
 	struct xrs *nrs = xrs_alloc(rs);
 	int e;
@@ -262,12 +267,19 @@ int xrs_accept_id(struct xrs *rs, struct rdma_cm_id *lid)
 	if (rdma_get_request(lid, &nrs->cm_id))
 		goto err;
 	nrs->cm_id->context = nrs;
-	if (xrs_open_fds(nrs) || xrs_accept_new(rs, nrs))
+	if (xrs_open_fds(nrs, afd, bfd))
+		goto err;
+	afd = bfd = -1;		/* nrs owns them now */
+	if (xrs_accept_new(rs, nrs))
 		goto err;
 	return nrs->index;
 err:
 	e = errno;
 	xrs_free(nrs);
+	if (afd >= 0) {
+		xrs_sys_close(afd);
+		xrs_sys_close(bfd);
+	}
 	return xrs_err(e);
 }
 
@@ -280,7 +292,7 @@ int raccept(int socket, struct sockaddr *addr, socklen_t *addrlen)
 		return xrs_err(EBADF);
 	if (rs->state != xrs_listening)
 		return xrs_err(EINVAL);
-	fd = xrs_accept_id(rs, rs->cm_id);
+	fd = xrs_accept_id(rs, rs->cm_id, -1, -1);
 	if (fd >= 0 && addr && addrlen)
 		rgetpeername(fd, addr, addrlen);
 	return fd;
@@ -452,9 +464,10 @@ static void xrs_cm_disconnect(struct xrs *rs)
 	fcntl(fd, F_SETFL, fl);
 }
 
+/* Our own DISCONNECT's completion makes us "disconnected": not enough. */
 static bool xrs_peer_closed(struct xrs *rs)
 {
-	return rs->peer_closed || !(rs->state & xrs_connected);
+	return rs->peer_closed || (rs->state & xrs_error);
 }
 
 /*
@@ -523,7 +536,7 @@ static void xrs_linger(struct xrs *rs)
 
 	if (rs->linger_on)
 		ms = (uint32_t)rs->linger_s * 1000u;
-	if (!ms || !rs->cq || !(rs->state & xrs_connected))
+	if (!ms || !rs->cq || !(rs->state & (xrs_connected | xrs_disconnected)))
 		return;
 	xrs_get_comp_timeout(rs, false, (int)ms, xrs_peer_closed);
 }
@@ -534,10 +547,10 @@ int rclose(int socket)
 
 	if (!rs)
 		return xrs_err(EBADF);
-	if (rs->state & xrs_connected) {
+	if (rs->state & xrs_connected)
 		rshutdown(socket, SHUT_RDWR);
+	if (rs->state & (xrs_connected | xrs_disconnected))
 		xrs_linger(rs);
-	}
 	if (rs->cm_id && rs->cm_id->qp && (rs->state & (xrs_connected | xrs_disconnected)))
 		xrs_cm_disconnect(rs);
 	xrs_free(rs);

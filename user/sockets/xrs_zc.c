@@ -27,13 +27,16 @@
  * no application buffer stays remotely accessible after its call returns.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/uio.h>
 #include "xiwarp/xiwarp.h"
 #include "xrs_int.h"
 
 #define XRS_XZ_FIRST	2048	/* first piece of a SrcAvail, copied */
+#define XRS_XZ_MAX	(8u << 20)	/* bytes of one SrcAvail */
 
 bool xrs_zc_knob_on(void)
 {
@@ -53,6 +56,14 @@ void xrs_zc_init(struct xrs *rs, bool peer_xzc)
 void xrs_zc_free(struct xrs *rs)
 {
 	(void)rs;	/* transfers deregister their memory as they end */
+}
+
+static int64_t xz_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
 /* ---------------------------------------------------------- posting --- */
@@ -183,6 +194,8 @@ static int xz_rx_srcavail(struct xrs *rs, const struct xrs_msg *m)
 	}
 	rs->zc.recv_msgs++;
 	rs->zc.n_srcavail++;
+	rs->zc.rx_srcavail++;
+	sa.t_ns = xz_now_ns();
 	xrs_zpol_on_srcavail(&rs->zc.pol);
 	return xrs_rmsg_push(rs, &sa);
 }
@@ -250,6 +263,27 @@ static bool xz_write_done(struct xrs *rs)
 static bool xz_src_done(struct xrs *rs)
 {
 	return rs->zc.src_state != XRS_ZS_WAIT || !(rs->state & xrs_connected);
+}
+
+static bool xz_src_done_or_srcavail(struct xrs *rs)
+{
+	return xz_src_done(rs) || rs->zc.rx_srcavail;
+}
+
+/*
+ * Wait for the sink's answer. Meanwhile take the peer's own SrcAvails
+ * into library memory: a peer blocked in a zero-copy send to us while we
+ * block in one to it would wait for ever (TCP buffers would have taken
+ * both sends).
+ */
+static void xz_wait_src(struct xrs *rs)
+{
+	while (!xz_src_done(rs)) {
+		xrs_zc_serve(rs, 0);
+		if (xrs_get_comp(rs, false, xz_src_done_or_srcavail) &&
+		    errno != EINTR)
+			break;
+	}
 }
 
 static bool xz_credit(struct xrs *rs)
@@ -420,8 +454,8 @@ static ssize_t xz_srcavail(struct xrs *rs, const struct iovec **iov,
 		f = tlen;
 	if (f > rs->sbuf_bytes_avail)
 		f = rs->sbuf_bytes_avail;
-	if (n > 0x7FFFFFFFu)
-		n = 0x7FFFFFFFu;
+	if (n > XRS_XZ_MAX)
+		n = XRS_XZ_MAX;
 	if (!f || n - f < XRS_ZP_MIN)
 		return 0;
 	r = (uint32_t)(n - f);
@@ -452,7 +486,7 @@ static ssize_t xz_srcavail(struct xrs *rs, const struct iovec **iov,
 			return xrs_err(ret);
 		}
 	}
-	xz_wait(rs, xz_src_done);
+	xz_wait_src(rs);
 	ibv_dereg_mr(mr);
 	return xz_src_result(rs, iov, off, f, r);
 }
@@ -536,6 +570,7 @@ ssize_t xrs_zc_recv_srcavail(struct xrs *rs, struct xrs_rmsg *m,
 		if (xz_post_ctrl(rs, XRS_XZ_SENDSM, m->id, m->done))
 			return -1;
 		z->n_sendsm++;
+		z->rx_srcavail--;
 		xrs_rmsg_consume(rs);
 		return 0;
 	}
@@ -574,11 +609,119 @@ ssize_t xrs_zc_recv_srcavail(struct xrs *rs, struct xrs_rmsg *m,
 	z->bytes_read += n;
 	xz_advance(iov, off, n);
 	if (!m->data) {
+		z->rx_srcavail--;
 		if (xz_post_ctrl(rs, XRS_XZ_RDCOMPL, m->id, m->done))
 			return -1;
 		xrs_rmsg_consume(rs);
 	}
 	return (ssize_t)n;
+}
+
+/* ------------------------------------------------------------- stash --- */
+
+/* READ what is left of SrcAvail @m into library memory; RDCOMPL. rlock. */
+static int xz_stash(struct xrs *rs, struct xrs_rmsg *m)
+{
+	struct xrs_zc *z = &rs->zc;
+	struct ibv_send_wr w, *bad;
+	struct ibv_sge sge;
+	struct ibv_mr *mr;
+	uint8_t *buf = malloc(m->data);
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	mr = ibv_reg_mr(rs->cm_id->pd, buf, m->data, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr || xz_wait_room(rs)) {
+		if (mr)
+			ibv_dereg_mr(mr);
+		free(buf);
+		return -ENOMEM;
+	}
+	sge.addr = (uintptr_t)buf;
+	sge.length = m->data;
+	sge.lkey = mr->lkey;
+	memset(&w, 0, sizeof(w));
+	w.wr_id = xrs_wr_id(XRS_WR_XZ_READ, 0);
+	w.sg_list = &sge;
+	w.num_sge = 1;
+	w.opcode = IBV_WR_RDMA_READ;
+	w.wr.rdma.remote_addr = m->addr + m->done;
+	w.wr.rdma.rkey = m->stag;
+	z->rd_state = XRS_ZW_BUSY;
+	xz_inflight(rs, 1);
+	ret = ibv_post_send(rs->cm_id->qp, &w, &bad);
+	if (ret) {
+		xz_inflight(rs, -1);
+		ibv_dereg_mr(mr);
+		free(buf);
+		return -ret;
+	}
+	xz_wait(rs, xz_read_done);
+	ibv_dereg_mr(mr);
+	if (z->rd_state != XRS_ZW_DONE) {
+		free(buf);
+		return -ECONNRESET;
+	}
+	xz_post_ctrl(rs, XRS_XZ_RDCOMPL, m->id, m->done + m->data);
+	z->bytes_read += m->data;
+	z->n_stash++;
+	z->rx_srcavail--;
+	m->op = XRS_RMSG_STASH;
+	m->stash = buf;
+	m->done = 0;
+	return 0;
+}
+
+/**
+ * xrs_zc_serve() - a thread that waits (a blocked send, a poller) takes
+ * the SrcAvails no reader took within @min_age_ns into library memory and
+ * answers them, so their sources move on. Skipped while a reader is in.
+ */
+void xrs_zc_serve(struct xrs *rs, int64_t min_age_ns)
+{
+	int64_t now;
+
+	if (!rs->zc.on || !rs->zc.rx_srcavail || pthread_mutex_trylock(&rs->rlock))
+		return;
+	now = xz_now_ns();
+	for (uint32_t i = rs->rmsg_head; i != rs->rmsg_tail;
+	     i = i + 1 == rs->rmsg_size ? 0 : i + 1) {
+		struct xrs_rmsg *m = &rs->rmsg[i];
+
+		if (m->op != XRS_OP_XZ_SRCAVAIL || now - m->t_ns < min_age_ns)
+			continue;
+		if (xz_stash(rs, m))
+			break;
+	}
+	pthread_mutex_unlock(&rs->rlock);
+}
+
+/** xrs_zc_take_stash() - copy out of a stashed SrcAvail. rlock held. */
+size_t xrs_zc_take_stash(struct xrs *rs, struct xrs_rmsg *m,
+			 const struct iovec **iov, size_t *off, size_t left)
+{
+	size_t got = 0;
+
+	while (left > got && m->data) {
+		size_t n = (*iov)->iov_len - *off;
+
+		if (n > m->data)
+			n = m->data;
+		if (n > left - got)
+			n = left - got;
+		memcpy((uint8_t *)(*iov)->iov_base + *off, m->stash + m->done, n);
+		m->done += (uint32_t)n;
+		m->data -= (uint32_t)n;
+		got += n;
+		xz_advance(iov, off, n);
+	}
+	if (!m->data) {
+		free(m->stash);
+		m->stash = NULL;
+		xrs_rmsg_consume(rs);
+	}
+	return got;
 }
 
 static bool xz_sink_wait(struct xrs *rs)
@@ -660,6 +803,6 @@ void xrs_zc_shutdown(struct xrs *rs)
 {
 	static const uint64_t marker;
 
-	if (rs->bfd >= 0 && write(rs->bfd, &marker, sizeof(marker)) < 0)
+	if (rs->bfd >= 0 && xrs_sys_write(rs->bfd, &marker, sizeof(marker)) < 0)
 		return;
 }

@@ -119,6 +119,27 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 	return 0;
 }
 
+/**
+ * xcm_adopt() - make @id (synchronous, idle) the listener of one accepted
+ * TCP connection @fd carrying an MPA request (xiw_cm_adopt): its
+ * CONNECT_REQUEST comes as for rdma_listen, rdma_get_request takes it.
+ * Return: 0 (@fd is the engine's), or -1 with errno (@fd untouched).
+ */
+int xcm_adopt(struct rdma_cm_id *id, int fd)
+{
+	struct xcm_id *x = xcm_id(id);
+	struct xiw_cm_listener *l;
+	int ret;
+
+	if (!id || x->state != XCM_IDLE)
+		return xcm_err(EINVAL);
+	ret = xiw_cm_adopt(fd, xcm_engine_handler, (void *)(uintptr_t)x->handle, &l);
+	if (ret)
+		return xcm_err(-ret);
+	xcm_set_listener(x, l);
+	return 0;
+}
+
 /* Pick source address and device for @dst. Return: 0 or -errno. */
 static int xcm_resolve_src(struct xcm_id *x, const struct sockaddr *dst)
 {
