@@ -347,6 +347,7 @@ struct xrs_knobs {
 	uint32_t sink_thresh;		/* XIW_RS_SINK_THRESH */
 	bool adapt;			/* XIW_RS_ADAPT */
 	uint32_t linger_ms;		/* XIW_RS_LINGER_MS */
+	uint32_t wmem, rmem;		/* XIW_RS_WMEM / XIW_RS_RMEM */
 };
 const struct xrs_knobs *xrs_knobs(void);
 

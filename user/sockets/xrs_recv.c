@@ -242,8 +242,12 @@ ssize_t xrs_recvv(struct xrs *rs, const struct iovec *iov, int iovcnt,
 		ret = xrs_err(rs->err);
 		rs->err = 0;
 	}
-	if (rs->pollable)
+	if (rs->pollable) {
+		int e = errno;	/* the bookkeeping must not change the result */
+
 		xrs_sync_token(rs);
+		errno = e;
+	}
 	return (ret && left == len) ? ret : (ssize_t)(len - left);
 }
 

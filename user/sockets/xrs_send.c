@@ -201,8 +201,12 @@ ssize_t xrs_sendv(struct xrs *rs, const struct iovec *iov, int iovcnt,
 	}
 out:
 	pthread_mutex_unlock(&rs->slock);
-	if (rs->pollable)
+	if (rs->pollable) {
+		int e = errno;	/* the bookkeeping must not change the result */
+
 		xrs_sync_token(rs);
+		errno = e;
+	}
 	return (ret && left == len) ? ret : (ssize_t)(len - left);
 }
 

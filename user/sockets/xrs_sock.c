@@ -59,6 +59,12 @@ static void xrs_knobs_read(void)
 	xrs_kn.sink_thresh = xrs_env_u32("XIW_RS_SINK_THRESH", 0, UINT32_MAX);
 	xrs_kn.adapt = xrs_env_u32("XIW_RS_ADAPT", 1, 1);
 	xrs_kn.linger_ms = xrs_env_u32("XIW_RS_LINGER_MS", 1000, 600000);
+	xrs_kn.wmem = xrs_env_u32("XIW_RS_WMEM", XRS_DEF_WMEM, 1u << 30);
+	xrs_kn.rmem = xrs_env_u32("XIW_RS_RMEM", XRS_DEF_MEM, 1u << 30);
+	if (xrs_kn.wmem < XRS_SNDLOWAT * 2)
+		xrs_kn.wmem = XRS_SNDLOWAT * 2;
+	if (xrs_kn.rmem < XRS_SNDLOWAT * 2)
+		xrs_kn.rmem = XRS_SNDLOWAT * 2;
 }
 
 /** xrs_knobs() - the XIW_RS_* environment knobs, read once. */
@@ -87,8 +93,8 @@ struct xrs *xrs_alloc(const struct xrs *inherit)
 		rs->target_iomap_size = inherit->target_iomap_size;
 		rs->pollable = inherit->pollable;
 	} else {
-		rs->sbuf_size = XRS_DEF_WMEM;
-		rs->rbuf_size = XRS_DEF_MEM;
+		rs->sbuf_size = xrs_knobs()->wmem;
+		rs->rbuf_size = xrs_knobs()->rmem;
 		rs->sq_inline = XRS_DEF_INLINE;
 		rs->sq_size = XRS_DEF_SQSIZE;
 		rs->rq_size = XRS_DEF_RQSIZE;
@@ -520,8 +526,12 @@ out:
 			ibv_req_notify_cq(rs->cq, 0);
 		xrs_cm_disconnect(rs);
 	}
-	if (rs->pollable)
+	if (rs->pollable) {
+		int e = errno;
+
 		xrs_sync_token(rs);
+		errno = e;
+	}
 	return ret;
 }
 

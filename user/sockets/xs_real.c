@@ -149,6 +149,9 @@ static void xs_setup(void)
 	 * the engine's retry (for perftest's reconnect race) only delays it.
 	 */
 	setenv("XIW_CM_REFUSED_RETRY_MS", "0", 0);
+	/* socket buffers like Linux TCP's, not rsockets' 128 KB */
+	setenv("XIW_RS_WMEM", "2097152", 0);
+	setenv("XIW_RS_RMEM", "2097152", 0);
 	pthread_atfork(NULL, NULL, xs_fork_child);
 	__atomic_store_n(&xs_ready, true, __ATOMIC_RELEASE);
 }
