@@ -190,6 +190,8 @@ static void xrs_conn_lost(struct xrs *rs, int err)
 {
 	if (!(rs->state & xrs_connected))
 		return;
+	xiw_log(XIW_LOG_INFO, XRS_PFX "fd %d: connection lost: %s", rs->index,
+		strerror(err));
 	rs->state = xrs_error | xrs_disconnected;
 	rs->err = err;
 	rs->peer_closed = true;
@@ -318,6 +320,8 @@ static int xrs_poll_cq(struct xrs *rs)
 			}
 			if (wc[i].status != IBV_WC_SUCCESS) {
 				/* flushed: the stream ended under us */
+				xiw_log(XIW_LOG_DEBUG, XRS_PFX "fd %d: receive completion %s",
+					rs->index, ibv_wc_status_str(wc[i].status));
 				xrs_conn_lost(rs, ECONNRESET);
 				continue;
 			}
