@@ -320,8 +320,7 @@ static int xrs_poll_cq(struct xrs *rs)
 			}
 			if (wc[i].status != IBV_WC_SUCCESS) {
 				/* flushed: the stream ended under us */
-				xiw_log(XIW_LOG_DEBUG, XRS_PFX "fd %d: receive completion %s",
-					rs->index, ibv_wc_status_str(wc[i].status));
+				rs->peer_closed = true;
 				xrs_conn_lost(rs, ECONNRESET);
 				continue;
 			}
