@@ -14,6 +14,8 @@ PKGS=(
   libibverbs-dev librdmacm-dev rdmacm-utils ibverbs-utils perftest
   # network tests, wire check, benchmarks
   iproute2 tshark iperf3 sockperf libfabric-bin procps psmisc socat
+  # sockets over RDMA (xiwrun --sockets): the unmodified TCP programs
+  iperf redis-server redis-tools python3
   # siw interop tier (tests/interop): qemu guest with the kernel's siw,
   # built by ../shared/siw-peer/build.sh (which adds linux-headers itself)
   qemu-system-x86 cpio kmod xz-utils zstd python3

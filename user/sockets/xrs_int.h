@@ -35,6 +35,7 @@
 #include <rdma/rdma_verbs.h>
 #include "xrs_wire.h"
 #include "xrs_zc_policy.h"
+#include "xrs_priv.h"
 
 #define XRS_PFX "rsocket: "
 
@@ -150,10 +151,7 @@ struct xrs_zc {
 	uint16_t my_sink_id;
 	int rd_state;			/* RDMA READ of a SrcAvail buffer */
 	int rx_srcavail;		/* SrcAvails queued, not read or stashed */
-	/* statistics (xrs_zc_stats) */
-	uint64_t n_srcavail, n_sinkavail_tx, n_sinkavail_rx, n_sendsm,
-		 n_rdcompl, n_wrcompl, n_sink_wasted, n_sink_stale, n_stash,
-		 bytes_read, bytes_written, bytes_bcopy;
+	struct xrs_p_stats st;		/* xrs_p_stats(), XIW_RS_STATS */
 };
 
 enum { XRS_ZS_IDLE, XRS_ZS_WAIT, XRS_ZS_RDCOMPL, XRS_ZS_SENDSM };

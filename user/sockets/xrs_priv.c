@@ -109,3 +109,18 @@ int xrs_p_nread(int fd)
 	pthread_mutex_unlock(&rs->cq_lock);
 	return n > INT32_MAX ? INT32_MAX : (int)n;
 }
+
+int xrs_p_stats(int fd, struct xrs_p_stats *st)
+{
+	struct xrs *rs = xrs_lookup(fd);
+
+	if (!rs)
+		return xrs_err(EBADF);
+	pthread_mutex_lock(&rs->cq_lock);
+	*st = rs->zc.st;
+	st->zc = rs->zc.on;
+	st->src_thresh = rs->zc.pol.src;
+	st->sink_thresh = rs->zc.pol.sink;
+	pthread_mutex_unlock(&rs->cq_lock);
+	return 0;
+}

@@ -8,6 +8,7 @@
 #define XRS_PRIV_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /**
  * xrs_p_adopt() - a stream socket from an accepted TCP connection @tcp_fd
@@ -38,5 +39,28 @@ int xrs_p_rename(int oldfd, int newfd);
 
 /** xrs_p_nread() - bytes a read could take now without waiting (FIONREAD). */
 int xrs_p_nread(int fd);
+
+/**
+ * struct xrs_p_stats - what the zero-copy extension did on one socket.
+ * Source side (we send): SrcAvails sent, their RdCompl / SendSm answers,
+ * SinkAvails received, used (WrCompl sent) or stale (dropped), bytes the
+ * peer read or we wrote zero-copy, bytes sent by copy.
+ * Sink side (we receive): the mirror, plus SinkAvails wasted (the source
+ * sent something else first) and SrcAvails taken into library memory
+ * (stash: nobody was reading).
+ * @src_thresh, @sink_thresh: the current thresholds (UINT32_MAX: never).
+ */
+struct xrs_p_stats {
+	bool zc;
+	uint32_t src_thresh, sink_thresh;
+	uint64_t srcavail_tx, rdcompl_rx, sendsm_rx, sinkavail_rx,
+		 wrcompl_tx, sink_stale;
+	uint64_t srcavail_rx, rdcompl_tx, sendsm_tx, sinkavail_tx,
+		 wrcompl_rx, sink_wasted, stash;
+	uint64_t bytes_zc_out, bytes_zc_in, bytes_bcopy, bytes_stash;
+};
+
+/** xrs_p_stats() - @fd's counters. Return: 0, or -1 (EBADF). */
+int xrs_p_stats(int fd, struct xrs_p_stats *st);
 
 #endif /* XRS_PRIV_H */

@@ -78,7 +78,7 @@ static int xrs_write_data(struct xrs *rs, struct ibv_sge *sgl, int nsge,
 	if (!t->length && ++rs->target_sge == XRS_SGL_SIZE)
 		rs->target_sge = 0;
 	rs->zc.sent_msgs++;
-	rs->zc.bytes_bcopy += len;
+	rs->zc.st.bytes_bcopy += len;
 	return xrs_post_write_msg(rs, sgl, nsge, xrs_msg_make(XRS_OP_DATA, len),
 				  xrs_wr_id(XRS_WR_DATA, len), flags, addr, rkey);
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -551,12 +552,38 @@ static void xrs_linger(struct xrs *rs)
 	xrs_get_comp_timeout(rs, false, (int)ms, xrs_peer_closed);
 }
 
+/* XIW_RS_STATS=1: what the zero-copy extension did, at close. */
+static void xrs_print_stats(struct xrs *rs)
+{
+	const struct xrs_p_stats *s = &rs->zc.st;
+	static int on = -1;
+
+	if (on < 0)
+		on = getenv("XIW_RS_STATS") && atoi(getenv("XIW_RS_STATS")) > 0;
+	if (!on || !rs->cq)
+		return;
+	fprintf(stderr, "xiwarp rsocket stats: fd %d zc %d thresh src %u sink %u | "
+		"tx: srcavail %llu rdcompl %llu sendsm %llu sinkavail %llu used %llu stale %llu | "
+		"rx: srcavail %llu sinkavail %llu wrcompl %llu wasted %llu stash %llu | "
+		"bytes zc_out %llu zc_in %llu bcopy %llu stash %llu\n",
+		rs->index, rs->zc.on, rs->zc.pol.src, rs->zc.pol.sink,
+		(unsigned long long)s->srcavail_tx, (unsigned long long)s->rdcompl_rx,
+		(unsigned long long)s->sendsm_rx, (unsigned long long)s->sinkavail_rx,
+		(unsigned long long)s->wrcompl_tx, (unsigned long long)s->sink_stale,
+		(unsigned long long)s->srcavail_rx, (unsigned long long)s->sinkavail_tx,
+		(unsigned long long)s->wrcompl_rx, (unsigned long long)s->sink_wasted,
+		(unsigned long long)s->stash, (unsigned long long)s->bytes_zc_out,
+		(unsigned long long)s->bytes_zc_in, (unsigned long long)s->bytes_bcopy,
+		(unsigned long long)s->bytes_stash);
+}
+
 int rclose(int socket)
 {
 	struct xrs *rs = xrs_lookup(socket);
 
 	if (!rs)
 		return xrs_err(EBADF);
+	xrs_print_stats(rs);
 	if (rs->state & xrs_connected)
 		rshutdown(socket, SHUT_RDWR);
 	if (rs->state & (xrs_connected | xrs_disconnected))

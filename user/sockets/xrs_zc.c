@@ -37,6 +37,12 @@
 
 #define XRS_XZ_FIRST	2048	/* first piece of a SrcAvail, copied */
 #define XRS_XZ_MAX	(8u << 20)	/* bytes of one SrcAvail */
+/*
+ * A send timeout this long is a "peer is dead" guard (iperf 2 sets 4 s),
+ * not a latency bound: a SrcAvail may still wait for its read (waiting
+ * readers answer within a millisecond, see xrs_zc_serve).
+ */
+#define XRS_XZ_LONG_TIMEOUT_MS	1000
 
 bool xrs_zc_knob_on(void)
 {
@@ -193,7 +199,7 @@ static int xz_rx_srcavail(struct xrs *rs, const struct xrs_msg *m)
 		rs->rbuf_unread += m->aux;
 	}
 	rs->zc.recv_msgs++;
-	rs->zc.n_srcavail++;
+	rs->zc.st.srcavail_rx++;
 	rs->zc.rx_srcavail++;
 	sa.t_ns = xz_now_ns();
 	xrs_zpol_on_srcavail(&rs->zc.pol);
@@ -211,7 +217,7 @@ static void xz_rx_sinkavail(struct xrs *rs, const struct xrs_msg *m)
 	z->sink_addr = m->addr;
 	z->sink_stag = m->stag;
 	z->sink_len = m->len;
-	z->n_sinkavail_rx++;
+	z->st.sinkavail_rx++;
 	xrs_zpol_on_sinkavail(&z->pol);
 }
 
@@ -301,7 +307,7 @@ static bool xz_take_sinkavail(struct xrs *rs, uint64_t *addr, uint32_t *stag,
 	pthread_mutex_lock(&rs->cq_lock);
 	ok = z->sink_pending && z->sink_seq == z->sent_msgs;
 	if (z->sink_pending && !ok)
-		z->n_sink_stale++;
+		z->st.sink_stale++;
 	if (ok) {
 		*addr = z->sink_addr;
 		*stag = z->sink_stag;
@@ -365,8 +371,8 @@ static ssize_t xz_write_sink(struct xrs *rs, const struct iovec **iov,
 			ibv_dereg_mr(mr);
 		return -1;
 	}
-	rs->zc.n_wrcompl++;
-	rs->zc.bytes_written += n;
+	rs->zc.st.wrcompl_tx++;
+	rs->zc.st.bytes_zc_out += n;
 	if (!mr)
 		return (ssize_t)n;
 	xz_wait(rs, xz_write_done);
@@ -412,12 +418,12 @@ static ssize_t xz_src_result(struct xrs *rs, const struct iovec **iov,
 	switch (z->src_state) {
 	case XRS_ZS_RDCOMPL:
 		k = r;
-		z->n_rdcompl++;
+		z->st.rdcompl_rx++;
 		break;
 	case XRS_ZS_SENDSM:
 		k = z->src_read < r ? z->src_read : r;
 		z->bcopy_left = r - k;
-		z->n_sendsm++;
+		z->st.sendsm_rx++;
 		xrs_zpol_on_sendsm(&z->pol);
 		break;
 	default:	/* the connection went away */
@@ -425,7 +431,7 @@ static ssize_t xz_src_result(struct xrs *rs, const struct iovec **iov,
 		return f ? (ssize_t)f : xrs_err(rs->err ? rs->err : EPIPE);
 	}
 	z->src_state = XRS_ZS_IDLE;
-	z->bytes_read += k;
+	z->st.bytes_zc_out += k;
 	if (k)
 		xz_advance(iov, off, k);
 	return (ssize_t)(f + k);
@@ -465,6 +471,7 @@ static ssize_t xz_srcavail(struct xrs *rs, const struct iovec **iov,
 		return 0;
 	xz_first_piece(rs, iov, off, f, &w, sgl);
 	rs->zc.src_id++;
+	rs->zc.st.srcavail_tx++;
 	rs->zc.src_state = XRS_ZS_WAIT;
 	rs->zc.src_read = 0;
 	xz_fill_xmsg(&s, &xs, &x, XRS_OP_XZ_SRCAVAIL, rs->zc.src_id, f,
@@ -472,7 +479,7 @@ static ssize_t xz_srcavail(struct xrs *rs, const struct iovec **iov,
 	w.next = &s;
 	rs->sseq_no++;
 	rs->zc.sent_msgs++;
-	rs->zc.bytes_bcopy += f;
+	rs->zc.st.bytes_bcopy += f;
 	/* the first piece's WRITE is data accounting, the SEND ours */
 	xz_inflight(rs, 1);
 	{
@@ -521,7 +528,8 @@ ssize_t xrs_zc_try_send(struct xrs *rs, const struct iovec **iov,
 			return xrs_err(rs->err ? rs->err : EPIPE);
 		ret = xz_write_sink(rs, iov, off, n < slen ? n : slen, nonblock,
 				    addr, stag, id);
-	} else if (xrs_zpol_srcavail_ok(nonblock, rs->sndtimeo_ms != 0)) {
+	} else if (xrs_zpol_srcavail_ok(nonblock, rs->sndtimeo_ms != 0 &&
+					rs->sndtimeo_ms < XRS_XZ_LONG_TIMEOUT_MS)) {
 		ret = xz_srcavail(rs, iov, off, n);
 	} else {
 		return 0;
@@ -569,7 +577,7 @@ ssize_t xrs_zc_recv_srcavail(struct xrs *rs, struct xrs_rmsg *m,
 	if (peek || !xrs_zpol_read(&z->pol, seg, m->data)) {
 		if (xz_post_ctrl(rs, XRS_XZ_SENDSM, m->id, m->done))
 			return -1;
-		z->n_sendsm++;
+		z->st.sendsm_tx++;
 		z->rx_srcavail--;
 		xrs_rmsg_consume(rs);
 		return 0;
@@ -606,10 +614,11 @@ ssize_t xrs_zc_recv_srcavail(struct xrs *rs, struct xrs_rmsg *m,
 		return xrs_err(rs->err ? rs->err : ECONNRESET);
 	m->done += (uint32_t)n;
 	m->data -= (uint32_t)n;
-	z->bytes_read += n;
+	z->st.bytes_zc_in += n;
 	xz_advance(iov, off, n);
 	if (!m->data) {
 		z->rx_srcavail--;
+		z->st.rdcompl_tx++;
 		if (xz_post_ctrl(rs, XRS_XZ_RDCOMPL, m->id, m->done))
 			return -1;
 		xrs_rmsg_consume(rs);
@@ -664,8 +673,8 @@ static int xz_stash(struct xrs *rs, struct xrs_rmsg *m)
 		return -ECONNRESET;
 	}
 	xz_post_ctrl(rs, XRS_XZ_RDCOMPL, m->id, m->done + m->data);
-	z->bytes_read += m->data;
-	z->n_stash++;
+	z->st.bytes_stash += m->data;
+	z->st.stash++;
 	z->rx_srcavail--;
 	m->op = XRS_RMSG_STASH;
 	m->stash = buf;
@@ -743,13 +752,14 @@ static ssize_t xz_sink_result(struct xrs *rs, const struct iovec **iov,
 		if (h->data > n)
 			return xrs_err(EPROTO);
 		n = h->data;
+		z->st.wrcompl_rx++;
 		xrs_rmsg_consume(rs);
-		z->bytes_written += n;
+		z->st.bytes_zc_in += n;
 		xz_advance(iov, off, n);
 		return (ssize_t)n;
 	}
 	/* the source sent something else first: it drops our SinkAvail */
-	z->n_sink_wasted++;
+	z->st.sink_wasted++;
 	if (h->op == XRS_OP_DATA)
 		xrs_zpol_on_sink_wasted(&z->pol);
 	return 0;
@@ -788,7 +798,7 @@ ssize_t xrs_zc_try_sinkavail(struct xrs *rs, const struct iovec **iov,
 		ibv_dereg_mr(mr);
 		return -1;
 	}
-	z->n_sinkavail_tx++;
+	z->st.sinkavail_tx++;
 	xz_wait(rs, xz_sink_wait);
 	ret = xz_sink_result(rs, iov, off, n);
 	ibv_dereg_mr(mr);
