@@ -43,7 +43,8 @@ TOOL_SRCS := $(sort $(filter-out user/tools/xiwctl_%.c,$(wildcard user/tools/*.c
 TOOL_BINS := $(TOOL_SRCS:user/tools/%.c=$(BIN)/%)
 
 LIBS := $(LIB)/libxiwarp.so.1 $(LIB)/libxiwarp.a $(LIB)/libibverbs.so.1 \
-        $(LIB)/librdmacm.so.1 $(LIB)/libmlx5.so.1 $(LIB)/libefa.so.1
+        $(LIB)/librdmacm.so.1 $(LIB)/libmlx5.so.1 $(LIB)/libefa.so.1 \
+        $(LIB)/libxiwsock.so
 
 .PHONY: all bpf libs tools tests fuzz check-tools test demo bench interop clean
 all: check-tools bpf libs tools tests fuzz
@@ -99,7 +100,8 @@ $(LIB)/libxiwarp.so.1: $(ENGINE_OBJS)
 SHIM_LDFLAGS = -shared -Wl,-z,defs -Wl,-rpath,'$$ORIGIN' $(LDFLAGS)
 
 VERBS_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard user/verbs/ibverbs*.c)))
-RDMACM_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard user/verbs/rdmacm*.c)))
+# rsockets (user/sockets/xrs_*.c) live in librdmacm, as in rdma-core
+RDMACM_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard user/verbs/rdmacm*.c user/sockets/xrs_*.c)))
 
 $(LIB)/libibverbs.so.1: $(VERBS_OBJS) user/verbs/libibverbs.map $(LIB)/libxiwarp.so.1
 	$(CC) $(SHIM_LDFLAGS) -Wl,-soname,libibverbs.so.1 \
@@ -109,6 +111,15 @@ $(LIB)/librdmacm.so.1: $(RDMACM_OBJS) user/verbs/librdmacm.map $(LIB)/libibverbs
 	$(CC) $(SHIM_LDFLAGS) -Wl,-soname,librdmacm.so.1 \
 	  -Wl,--version-script=user/verbs/librdmacm.map -o $@ $(RDMACM_OBJS) \
 	  $(LIB)/libibverbs.so.1 $(LIB)/libxiwarp.so.1
+
+# LD_PRELOAD sockets layer (xiwrun --sockets): user/sockets/xs_*.c on top
+# of librdmacm's rsockets; exports only the libc calls it interposes.
+XS_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard user/sockets/xs_*.c)))
+
+$(LIB)/libxiwsock.so: $(XS_OBJS) user/sockets/libxiwsock.map $(LIB)/librdmacm.so.1
+	$(CC) $(SHIM_LDFLAGS) -Wl,-soname,libxiwsock.so \
+	  -Wl,--version-script=user/sockets/libxiwsock.map -o $@ $(XS_OBJS) \
+	  $(LIB)/librdmacm.so.1 -ldl
 
 $(LIB)/libmlx5.so.1: $(OBJ)/user/verbs/stub_mlx5.o user/verbs/libmlx5.map
 	@mkdir -p $(dir $@)

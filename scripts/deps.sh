@@ -19,6 +19,8 @@ PKGS=(
   # more unmodified RDMA programs (tests/netns/apps_*.sh): qperf, fio's
   # rdma ioengine, uDAPL's dtest/dapltest (libdapl2 + dat.conf entry)
   qperf fio dapl2-utils libdapl2
+  # sockets over RDMA (xiwrun --sockets): the unmodified TCP programs
+  iperf redis-server redis-tools python3
   # siw interop tier (tests/interop): qemu guest with the kernel's siw,
   # built by ../shared/siw-peer/build.sh (which adds linux-headers itself)
   qemu-system-x86 cpio kmod xz-utils zstd python3

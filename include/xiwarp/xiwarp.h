@@ -374,6 +374,14 @@ typedef void (*xiw_cm_handler)(void *arg, const struct xiw_cm_event *ev);
 int xiw_cm_listen(const struct sockaddr *addr, int backlog, xiw_cm_handler h,
 		  void *arg, struct xiw_cm_listener **out,
 		  struct sockaddr_storage *bound);
+/**
+ * xiw_cm_adopt() - handle an already accepted TCP connection @fd whose
+ * peer sends an MPA request like one of a listener's (LD_PRELOAD sockets
+ * layer). *@out: destroy with xiw_cm_listener_destroy() after the
+ * request is accepted/rejected. Return: 0 (@fd is the engine's) or -errno.
+ */
+int xiw_cm_adopt(int fd, xiw_cm_handler h, void *arg,
+		 struct xiw_cm_listener **out);
 /** xiw_cm_listener_destroy() - stop listening; pending requests are rejected. */
 void xiw_cm_listener_destroy(struct xiw_cm_listener *l);
 

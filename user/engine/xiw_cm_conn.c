@@ -261,6 +261,10 @@ int cm_read_frame(struct xiw_cm_conn *c, bool is_reply)
 		if (r <= 0)
 			return r ? (int)r : -ECONNRESET;
 		c->rlen += r;
+		/* a plain TCP peer says something else: fail at its first byte */
+		if (c->rlen < XIW_MPA_KEY_LEN &&
+		    memcmp(buf, is_reply ? XIW_MPA_KEY_REP : XIW_MPA_KEY_REQ, c->rlen))
+			return -EPROTO;
 		if (c->rlen >= XIW_MPA_KEY_LEN && c->rlen < XIW_MPA_HDR_LEN &&
 		    xiw_mpa_parse(is_reply, buf, c->rlen, out) < 0)
 			return -EPROTO;

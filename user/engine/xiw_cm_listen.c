@@ -12,6 +12,7 @@
 #include "xiw_sockops.h"
 #include "xiw_cm_int.h"
 #include "xiw_cm_mpa.h"
+#include "ksock.h"	/* xiw_ksock_adopt(): the sockets preload hands over kernel sockets */
 
 /** cm_listener_put() - drop a listener reference; the last frees it. */
 void cm_listener_put(struct cm_listener *l)
@@ -128,6 +129,56 @@ int xiw_cm_listen(const struct sockaddr *addr, int backlog, xiw_cm_handler h,
 	xiw_cm_knobs();		/* report bad knobs at the first listen */
 	xiw_sockops_before_connect();	/* accepted streams get ACK callbacks */
 	err = xiw_llp_listen(addr, backlog, passive_new, l, &l->ks, bound);
+	if (err) {
+		free(l);
+		return err;
+	}
+	*out = (struct xiw_cm_listener *)l;
+	return 0;
+}
+
+struct adopt_args {
+	int fd;
+	struct cm_listener *l;
+	int ret;
+};
+
+static void adopt_on_progress(void *arg)
+{
+	struct adopt_args *a = arg;
+
+	a->ret = xiw_ksock_adopt(a->fd, passive_new, a->l);
+}
+
+/**
+ * xiw_cm_adopt() - an accepted TCP connection @fd whose peer sends an
+ * MPA request (the sockets preload recognised it) is handled as if a
+ * listener had accepted it: the request is read and @h gets
+ * XIW_CM_CONNECT_REQUEST (or CONNECT_ERROR); accept/reject as usual.
+ * *@out is a listener without a socket: destroy it with
+ * xiw_cm_listener_destroy() once the request is accepted or rejected.
+ * Return: 0 (@fd belongs to the engine), or -errno (@fd untouched).
+ */
+int xiw_cm_adopt(int fd, xiw_cm_handler h, void *arg,
+		 struct xiw_cm_listener **out)
+{
+	struct adopt_args a = { .fd = fd };
+	struct cm_listener *l;
+	int err;
+
+	if (fd < 0 || !out || !h)
+		return -EINVAL;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->h = h;
+	l->arg = arg;
+	l->refs = 1;
+	a.l = l;
+	xiw_cm_knobs();
+	err = xiw_progress_sync(adopt_on_progress, &a);
+	if (!err)
+		err = a.ret;
 	if (err) {
 		free(l);
 		return err;

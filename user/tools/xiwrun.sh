@@ -11,13 +11,21 @@ prog=${0##*/}
 
 usage() {
 	cat <<USAGE
-usage: $prog [--help] CMD [ARGS...]
+usage: $prog [--help] [--sockets] CMD [ARGS...]
 
 Run CMD with xiwarp's drop-in RDMA libraries (libibverbs.so.1,
 librdmacm.so.1, libmlx5.so.1, libefa.so.1) first on LD_LIBRARY_PATH, so
 unmodified rdma-core programs (rping, perftest, rdma_server/rdma_client,
-ibv_devices, ...) run over xiwarp's software iWARP on kernel TCP.
-No root and no kernel module are needed.
+rstream, riostream, ibv_devices, ...) run over xiwarp's software iWARP on
+kernel TCP. No root and no kernel module are needed.
+
+--sockets  also preload libxiwsock.so: an unmodified TCP program (iperf3,
+           redis, sockperf, ...) gets stream sockets over RDMA (rsockets
+           with zero-copy transfers) to peers that run the same way, and
+           plain kernel TCP to any other peer. Knobs: XIW_SOCK_MODE
+           (auto|rdma|tcp), XIW_SOCK_PORTS (all | 5201,7000-7100),
+           XIW_SOCK_ACCEPT_WAIT_MS, XIW_SOCK_CONNECT_MS, XIW_SOCK_LOG=1,
+           XIW_RS_ZCOPY=0 (buffer copy only); see README.md.
 
 Library directory: ../lib next to this script's real location
 (currently: ${libdir:-<not found>}).
@@ -30,6 +38,7 @@ Examples:
   $prog rping -c -a 10.0.0.1 -v -V -C 10        # client, verifies data
   $prog ib_write_bw -R                          # perftest server
   $prog ib_write_bw -R 10.0.0.1                 # perftest client
+  $prog --sockets iperf3 -s                     # TCP program over RDMA
   env XIW_MPA_CRC=1 XIW_LOG=debug $prog ibv_devinfo
 
 Knobs (environment, read by the engine; give them to both sides):
@@ -52,10 +61,17 @@ if [ -d "$bindir/../lib" ]; then
 	libdir=$(cd -- "$bindir/../lib" && pwd -P)
 fi
 
+sockets=0
 case "${1:-}" in
 -h | --help)
 	usage
 	exit 0
+	;;
+--sockets)
+	sockets=1
+	shift
+	[ "${1:-}" = -- ] && shift
+	[ $# -gt 0 ] || { usage >&2; exit 2; }
 	;;
 "")
 	usage >&2
@@ -68,7 +84,9 @@ case "${1:-}" in
 esac
 
 missing=()
-for l in libibverbs.so.1 librdmacm.so.1 libxiwarp.so.1; do
+needed=(libibverbs.so.1 librdmacm.so.1 libxiwarp.so.1)
+[ $sockets -eq 1 ] && needed+=(libxiwsock.so)
+for l in "${needed[@]}"; do
 	[ -n "$libdir" ] && [ -e "$libdir/$l" ] || missing+=("$l")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -103,6 +121,11 @@ if [ -z "${XIWRUN_NO_PRELOAD:-}" ] &&
 		export LD_PRELOAD="$pre${LD_PRELOAD:+:$LD_PRELOAD}"
 	fi
 	export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
+fi
+
+# The sockets layer goes after a sanitizer runtime (which must come first).
+if [ $sockets -eq 1 ]; then
+	export LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$libdir/libxiwsock.so"
 fi
 
 exec "$@"

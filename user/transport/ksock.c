@@ -15,6 +15,7 @@
  * frees from a closure that runs after the current batch.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include "xiwarp/xiwarp.h"
 #include "xiw_conn.h"
 #include "xiw_progress.h"
@@ -39,7 +41,6 @@
  * not see, as the kernel's copy is done before a receiver can get a byte.
  */
 #if defined(__SANITIZE_THREAD__)
-#include <sys/syscall.h>
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
 static char tsan_wire;
@@ -578,7 +579,13 @@ void xiw_ksock_addrs(struct xiw_ksock *l, struct sockaddr_storage *local,
 static int tcp_socket(int family)
 {
 	int one = 1;
-	int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/*
+	 * The raw system call: a socket-interposing LD_PRELOAD (our
+	 * libxiwsock.so, rdma-core's librspreload.so) must not take the
+	 * engine's own connections for the application's.
+	 */
+	int fd = (int)syscall(SYS_socket, family,
+			      SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;
@@ -620,20 +627,43 @@ close_fd:
 	return err;
 }
 
-static void listener_accept_one(struct xiw_ksock_listener *ls, int fd)
+/* An accepted connection becomes an llp for @fn (progress thread). */
+static int accept_llp(int fd, xiw_ksock_accept_fn fn, void *arg)
 {
 	int one = 1;
 	struct xiw_ksock *l;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	l = llp_new(fd, false);
-	if (!l) {
+	if (!l)
+		return -ENOMEM;
+	llp_cache_mss(l);
+	fn(arg, &l->base);
+	return 0;
+}
+
+static void listener_accept_one(struct xiw_ksock_listener *ls, int fd)
+{
+	if (accept_llp(fd, ls->fn, ls->arg)) {
 		xiw_log(XIW_LOG_WARN, "ksock: out of memory, dropping an incoming connection");
 		close(fd);
-		return;
 	}
-	llp_cache_mss(l);
-	ls->fn(ls->arg, &l->base);
+}
+
+/**
+ * xiw_ksock_adopt() - an accepted TCP connection @fd that someone else
+ * accepted (the sockets preload, which looked at its first bytes) joins
+ * the engine as if our listener had accepted it: @fn(@arg, llp) runs now.
+ * Progress thread. Return: 0 (@fd is the llp's), or -errno (@fd untouched).
+ */
+int xiw_ksock_adopt(int fd, xiw_ksock_accept_fn fn, void *arg)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC))
+		return -errno;
+	return accept_llp(fd, fn, arg);
 }
 
 static void listener_event(void *p, uint32_t ev)

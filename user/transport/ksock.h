@@ -53,6 +53,9 @@ int xiw_ksock_listen(const struct sockaddr *addr, int backlog,
 		     struct xiw_ksock_listener **out,
 		     struct sockaddr_storage *bound);
 
+/** xiw_ksock_adopt() - see ksock.c: an accepted @fd joins like a listener's. */
+int xiw_ksock_adopt(int fd, xiw_ksock_accept_fn fn, void *arg);
+
 /**
  * xiw_ksock_listener_close() - stop listening and free. After it returns
  * no accept callback is running or will run. Connections the kernel had

@@ -185,6 +185,8 @@ int xcm_sync_complete(struct xcm_id *x);
 void xcm_post(struct xcm_id *x, enum rdma_cm_event_type type, int status);
 int xcm_bad_state(const struct xcm_id *x, const char *op);
 
+int xcm_adopt(struct rdma_cm_id *id, int fd);
+
 /* engine glue (rdmacm_cm.c) */
 void xcm_engine_handler(void *arg, const struct xiw_cm_event *ev);
 int xcm_accept_request(struct xcm_event *e);

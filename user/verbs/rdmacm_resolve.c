@@ -137,6 +137,27 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 	return 0;
 }
 
+/**
+ * xcm_adopt() - make @id (synchronous, idle) the listener of one accepted
+ * TCP connection @fd carrying an MPA request (xiw_cm_adopt): its
+ * CONNECT_REQUEST comes as for rdma_listen, rdma_get_request takes it.
+ * Return: 0 (@fd is the engine's), or -1 with errno (@fd untouched).
+ */
+int xcm_adopt(struct rdma_cm_id *id, int fd)
+{
+	struct xcm_id *x = xcm_id(id);
+	struct xiw_cm_listener *l;
+	int ret;
+
+	if (!id || x->state != XCM_IDLE)
+		return xcm_err(EINVAL);
+	ret = xiw_cm_adopt(fd, xcm_engine_handler, (void *)(uintptr_t)x->handle, &l);
+	if (ret)
+		return xcm_err(-ret);
+	xcm_set_listener(x, l);
+	return 0;
+}
+
 /* Pick source address and device for @dst. Return: 0 or -errno. */
 static int xcm_resolve_src(struct xcm_id *x, const struct sockaddr *dst)
 {
@@ -167,6 +188,7 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 {
 	struct xcm_id *x = xcm_id(id);
 	socklen_t dlen = xcm_addrlen(dst_addr);
+	struct sockaddr_storage dst;
 	int status;
 
 	(void)timeout_ms;	/* resolution is immediate */
@@ -176,9 +198,11 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 		return xcm_bad_state(x, "rdma_resolve_addr");
 	if (src_addr && !x->bound && xcm_bind(x, src_addr))
 		return -1;
-	memset(&id->route.addr.dst_storage, 0, sizeof(id->route.addr.dst_storage));
-	memcpy(&id->route.addr.dst_storage, dst_addr, dlen);
-	status = xcm_resolve_src(x, dst_addr);
+	/* rsockets pass &id->route.addr.dst_addr itself: copy it first */
+	memset(&dst, 0, sizeof(dst));
+	memcpy(&dst, dst_addr, dlen);
+	memcpy(&id->route.addr.dst_storage, &dst, sizeof(dst));
+	status = xcm_resolve_src(x, (struct sockaddr *)&dst);
 	if (status)
 		xiw_log(XIW_LOG_INFO, XCM_PFX "resolve_addr: %s", strerror(-status));
 	else

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * librdmacm's private rsocket entry points for xiwarp's own LD_PRELOAD
+ * library (libxiwsock.so, user/sockets/xs_*.c). Version node
+ * XIWARP_PRIVATE_1: not an API for applications.
+ */
+#ifndef XRS_PRIV_H
+#define XRS_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/**
+ * xrs_p_adopt() - a stream socket from an accepted TCP connection @tcp_fd
+ * whose peer sent an MPA request: the engine takes @tcp_fd, the rsockets
+ * handshake runs as for raccept (blocking, bounded by the engine's MPA
+ * timeout). The socket's fd is @afd, @bfd the other end of its
+ * socketpair (both non-blocking); the socket is pollable.
+ * Return: 0, or -1 with errno (@tcp_fd and @bfd are closed, @afd still
+ * names its socketpair end).
+ */
+int xrs_p_adopt(int tcp_fd, int afd, int bfd);
+
+/** xrs_p_pollable() - keep @fd's readability exact after every call. */
+int xrs_p_pollable(int fd);
+
+/** xrs_p_revents() - POLLIN/POLLOUT/POLLHUP/POLLERR of @fd now (never blocks). */
+short xrs_p_revents(int fd, short events);
+
+/**
+ * xrs_p_settle() - after @fd woke a poll/epoll: take what happened, drop
+ * events that changed nothing, and make sure the next completion wakes
+ * @fd again (for writability too when @want_out).
+ */
+void xrs_p_settle(int fd, bool want_out);
+
+/** xrs_p_rename() - @newfd now names the socket of @oldfd (same file). */
+int xrs_p_rename(int oldfd, int newfd);
+
+/** xrs_p_nread() - bytes a read could take now without waiting (FIONREAD). */
+int xrs_p_nread(int fd);
+
+/**
+ * struct xrs_p_stats - what the zero-copy extension did on one socket.
+ * Source side (we send): SrcAvails sent, their RdCompl / SendSm answers,
+ * SinkAvails received, used (WrCompl sent) or stale (dropped), bytes the
+ * peer read or we wrote zero-copy, bytes sent by copy.
+ * Sink side (we receive): the mirror, plus SinkAvails wasted (the source
+ * sent something else first) and SrcAvails taken into library memory
+ * (stash: nobody was reading).
+ * @src_thresh, @sink_thresh: the current thresholds (UINT32_MAX: never).
+ */
+struct xrs_p_stats {
+	bool zc;
+	uint32_t src_thresh, sink_thresh;
+	uint64_t srcavail_tx, rdcompl_rx, sendsm_rx, sinkavail_rx,
+		 wrcompl_tx, sink_stale;
+	uint64_t srcavail_rx, rdcompl_tx, sendsm_tx, sinkavail_tx,
+		 wrcompl_rx, sink_wasted, stash;
+	uint64_t bytes_zc_out, bytes_zc_in, bytes_bcopy, bytes_stash;
+};
+
+/** xrs_p_stats() - @fd's counters. Return: 0, or -1 (EBADF). */
+int xrs_p_stats(int fd, struct xrs_p_stats *st);
+
+#endif /* XRS_PRIV_H */
