@@ -201,6 +201,10 @@ fault_case() {
 	fi
 	sleep 0.5
 	if [ "$kind" = rst ]; then
+		# stopped first, so bytes wait unread in its socket: a close
+		# with unread data is a RST in Linux (RFC 2525 §2.17), not a FIN
+		kill -STOP "$spid"
+		sleep 0.3
 		kill -KILL "$spid"
 		want='reset by peer'
 	else
