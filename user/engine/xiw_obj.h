@@ -340,23 +340,23 @@ struct xiw_irqe {
  * struct xiw_orqe - an outbound READ request waiting for its response.
  * @sq_idx: SQ slot of the READ WR; @rtr: the RTR's zero-length READ.
  * @got: response bytes placed so far.
+ * The sink SGEs are the WR's own, read from its SQ slot: the WR stays
+ * there until its response completes it or a flush empties the ORQ (not
+ * copied here, which kept 8 SGEs per slot in every QP).
  */
 struct xiw_orqe {
 	uint32_t sq_idx;
 	bool rtr;
-	bool atomic;		/* an Atomic Request: @sge[0] gets the value */
+	bool atomic;		/* an Atomic Request: the WR's sge[0] gets the value */
 	uint32_t req_id;
 	uint32_t sink_stag;
 	uint64_t sink_to;
 	uint32_t len, got;
 	uint32_t num_sge;
-	struct ibv_sge sge[XIW_MAX_SGE];
 };
 
 #define XIW_TERM_FLUSH_MS 2000	/* max wait to get a TERMINATE out */
 #define XIW_RQ_WAIT_MS 10000	/* a SEND waits this long for a receive */
-#define XIW_ORQ_SIZE 64		/* >= XIW_MAX_ORD + 1 (RTR), power of two */
-#define XIW_IRQ_SIZE 64		/* >= XIW_MAX_IRD + 1, power of two */
 
 enum { XIW_TXK_NONE, XIW_TXK_SQ, XIW_TXK_IRQ, XIW_TXK_RTR, XIW_TXK_TERM };
 
@@ -470,10 +470,13 @@ struct xiw_qp {
 	uint8_t *inl;
 	uint32_t sq_size, sq_mask, sq_max;
 	uint32_t sq_head, sq_tx, sq_tail;
-	struct xiw_orqe orq[XIW_ORQ_SIZE];
-	uint32_t orq_head, orq_tail;
-	struct xiw_irqe irq[XIW_IRQ_SIZE];
-	uint32_t irq_head, irq_tail;
+	/* READ/Atomic queues sized at attach to the negotiated ORD/IRD + 1
+	 * (the RTR), a power of two (xiw_qp_attach): a QP with ORD/IRD 1
+	 * holds 2 + 2 entries, not 64 + 64 as when they were fixed arrays */
+	struct xiw_orqe *orq;
+	uint32_t orq_head, orq_tail, orq_mask;
+	struct xiw_irqe *irq;
+	uint32_t irq_head, irq_tail, irq_mask;
 	bool irq_active;
 	uint16_t ord, ird;
 	uint32_t tx_msn, tx_rd_msn, tx_term_msn, tx_atom_msn;
@@ -625,6 +628,9 @@ bool xiw_tx_fin_would_hold(const struct xiw_qp *qp);
  * tx_lock releases it with this.
  */
 void xiw_tx_unlock(struct xiw_qp *qp);
+/* xiw_txbatch.c: batches lent to QPs while they have bytes to hand over */
+struct xiw_txbatch *xiw_txbatch_get(void);
+void xiw_txbatch_put(struct xiw_txbatch *b);
 /** xiw_tx_reset() - drop the TX cursor and batch (tx_lock held). */
 void xiw_tx_reset(struct xiw_qp *qp);
 /** xiw_tx_writable() - llp writable upcall (progress thread). */

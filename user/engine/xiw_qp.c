@@ -83,10 +83,9 @@ static int qp_alloc_queues(struct xiw_qp *qp, const struct ibv_qp_cap *c)
 	qp->max_inline = c->max_inline_data;
 	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
 	qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
-	qp->b = calloc(1, sizeof(*qp->b));
 	if (qp->max_inline)
 		qp->inl = calloc(qp->sq_size, qp->max_inline);
-	if (!qp->sq || !qp->rq || !qp->b || (qp->max_inline && !qp->inl))
+	if (!qp->sq || !qp->rq || (qp->max_inline && !qp->inl))
 		return -ENOMEM;
 	return xiw_txc_init(&qp->txc, xiw_tx_config()->method, qp->sq_size);
 }
@@ -95,7 +94,9 @@ static void qp_free_mem(struct xiw_qp *qp)
 {
 	free(qp->sq);
 	free(qp->rq);
-	free(qp->b);
+	xiw_txbatch_put(qp->b);
+	free(qp->orq);
+	free(qp->irq);
 	free(qp->inl);
 	xiw_txc_free(&qp->txc);
 	free(qp);
@@ -398,7 +399,8 @@ void xiw_qp_to_error(struct xiw_qp *qp)
 	qp->rtr = XIW_RTR_NONE;
 	if (qp->msg.kind != XIW_TXK_TERM)
 		qp->msg.kind = XIW_TXK_NONE;
-	qp->b->mark_idx = qp->b->nmark;
+	if (qp->b)
+		qp->b->mark_idx = qp->b->nmark;
 	xiw_txc_reset(&qp->txc);	/* its WRs were (or will be) flushed */
 	qp->zc_wait = 0;
 	xiw_txack_forget(qp);
@@ -601,12 +603,43 @@ static uint16_t clamp_rd(uint16_t v, uint16_t max)
 	return v > max ? max : v;
 }
 
+/*
+ * Size the READ/Atomic queues for the negotiated ORD/IRD, one more for
+ * the RTR (a zero-length READ in either direction), before the first
+ * FPDU (tx_lock held, both queues empty). Return: 0 or -ENOMEM.
+ */
+static int qp_rdq_fit(struct xiw_qp *qp)
+{
+	uint32_t no = pow2_at_least(qp->ord + 1u), ni = pow2_at_least(qp->ird + 1u);
+
+	if (no > qp->orq_mask + 1 || !qp->orq) {
+		struct xiw_orqe *o = calloc(no, sizeof(*o));
+
+		if (!o)
+			return -ENOMEM;
+		free(qp->orq);
+		qp->orq = o;
+		qp->orq_mask = no - 1;
+	}
+	if (ni > qp->irq_mask + 1 || !qp->irq) {
+		struct xiw_irqe *i = calloc(ni, sizeof(*i));
+
+		if (!i)
+			return -ENOMEM;
+		free(qp->irq);
+		qp->irq = i;
+		qp->irq_mask = ni - 1;
+	}
+	return 0;
+}
+
 /**
  * xiw_qp_attach() - the QP takes the connected stream @llp (RFC 5044 §7:
  * the FPDU stream starts after the MPA reply) and moves to RTS. A passive
  * peer-to-peer side (p->rtr != XIW_RTR_NONE, !p->initiator) sends nothing
  * until the RTR has arrived (RFC 6581 §4).
- * Return: 0, or -EINVAL if the QP is not in INIT/RTR or already attached.
+ * Return: 0, -EINVAL if the QP is not in INIT/RTR or already attached,
+ * -ENOMEM if its READ queues could not be sized.
  */
 int xiw_qp_attach(struct xiw_qp *qp, struct xiw_cm_conn *conn,
 		  struct xiw_llp *llp, const struct xiw_conn_params *p)
@@ -626,6 +659,12 @@ int xiw_qp_attach(struct xiw_qp *qp, struct xiw_cm_conn *conn,
 				    .max_ulpdu = p->max_ulpdu };
 	qp->ord = clamp_rd(p->ord, XIW_MAX_ORD);
 	qp->ird = clamp_rd(p->ird, XIW_MAX_IRD);
+	if (qp_rdq_fit(qp)) {
+		qp->llp = NULL;
+		qp->conn = NULL;
+		xiw_tx_unlock(qp);
+		return -ENOMEM;
+	}
 	qp->tx_msn = qp->tx_rd_msn = qp->tx_term_msn = qp->tx_atom_msn = 1;
 	qp->tx_hold = p->rtr != XIW_RTR_NONE && !p->initiator;
 	qp->rtr_wait = qp->tx_hold;

@@ -27,6 +27,13 @@
 /* ------------------------------------------------------- placement --- */
 
 /* Map [off, off+len) of an SGE list to iovecs. Return: count. */
+/* The sink SGEs of an ORQ entry: its WR's, in the SQ (tx_lock held). */
+static const struct ibv_sge *orq_sge(const struct xiw_qp *qp,
+				     const struct xiw_orqe *o)
+{
+	return qp->sq[o->sq_idx & qp->sq_mask].sge;
+}
+
 static int sge_map(const struct ibv_sge *sge, uint32_t nsge, uint32_t off,
 		   uint32_t len, struct iovec *dst)
 {
@@ -113,7 +120,7 @@ static int place_rresp(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
 		ret = XIW_T_RDMAP_UNEXP_OP;
 		goto out;
 	}
-	o = &qp->orq[qp->orq_tail & (XIW_ORQ_SIZE - 1)];
+	o = &qp->orq[qp->orq_tail & qp->orq_mask];
 	if (o->atomic) {	/* an Atomic Response is due first */
 		ret = XIW_T_RDMAP_UNEXP_OP;
 		goto out;
@@ -129,7 +136,7 @@ static int place_rresp(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
 		ret = XIW_T_DDP_BOUNDS;
 		goto out;
 	}
-	*ndst = sge_map(o->sge, o->num_sge, (uint32_t)off, h->payload_len, dst);
+	*ndst = sge_map(orq_sge(qp, o), o->num_sge, (uint32_t)off, h->payload_len, dst);
 out:
 	xiw_tx_unlock(qp);
 	return ret;
@@ -230,7 +237,7 @@ static int place_atomic_resp(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h,
 		return XIW_T_DDP_MSN_RANGE;
 	pthread_mutex_lock(&qp->tx_lock);
 	ok = qp->orq_tail != qp->orq_head &&
-	     qp->orq[qp->orq_tail & (XIW_ORQ_SIZE - 1)].atomic;
+	     qp->orq[qp->orq_tail & qp->orq_mask].atomic;
 	xiw_tx_unlock(qp);
 	if (!ok)
 		return XIW_T_RDMAP_UNEXP_OP;
@@ -342,7 +349,7 @@ static void rresp_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 	pthread_mutex_lock(&qp->tx_lock);
 	if (qp->orq_tail == qp->orq_head)
 		goto out;
-	o = &qp->orq[qp->orq_tail & (XIW_ORQ_SIZE - 1)];
+	o = &qp->orq[qp->orq_tail & qp->orq_mask];
 	o->got += h->payload_len;
 	if (!h->last)
 		goto out;
@@ -364,7 +371,7 @@ static void rreq_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 	qp->rxs.rd_msn++;
 	pthread_mutex_lock(&qp->tx_lock);
 	if (atomic_load(&qp->state) == IBV_QPS_RTS) {
-		e = &qp->irq[qp->irq_head++ & (XIW_IRQ_SIZE - 1)];
+		e = &qp->irq[qp->irq_head++ & qp->irq_mask];
 		*e = (struct xiw_irqe){
 			.sink_stag = h->rd_sink_stag, .sink_to = h->rd_sink_to,
 			.src_stag = h->rd_src_stag, .src_to = h->rd_src_to,
@@ -400,7 +407,7 @@ static int atomic_req_done(struct xiw_qp *qp)
 	orig = xiw_atomic_exec(b, p);
 	pthread_mutex_lock(&qp->tx_lock);
 	if (atomic_load(&qp->state) == IBV_QPS_RTS) {
-		e = &qp->irq[qp->irq_head++ & (XIW_IRQ_SIZE - 1)];
+		e = &qp->irq[qp->irq_head++ & qp->irq_mask];
 		memset(e, 0, sizeof(*e));
 		e->atomic = true;
 		memcpy(e->resp, b + 4, 4);	/* original Request Identifier */
@@ -420,8 +427,8 @@ static void atomic_resp_done(struct xiw_qp *qp)
 	qp->rxs.atom_msn++;
 	pthread_mutex_lock(&qp->tx_lock);
 	if (qp->orq_tail != qp->orq_head) {
-		o = &qp->orq[qp->orq_tail++ & (XIW_ORQ_SIZE - 1)];
-		memcpy((void *)(uintptr_t)o->sge[0].addr, &v, sizeof(v));
+		o = &qp->orq[qp->orq_tail++ & qp->orq_mask];
+		memcpy((void *)(uintptr_t)orq_sge(qp, o)[0].addr, &v, sizeof(v));
 		if (atomic_load(&qp->state) == IBV_QPS_RTS) {
 			qp->sq[o->sq_idx & qp->sq_mask].state = XIW_SQE_DONE;
 			xiw_qp_sq_retire(qp);

@@ -336,10 +336,10 @@ static void msg_tagged(struct xiw_fpdu_hdr *h, uint8_t op, uint32_t stag,
 
 static struct xiw_orqe *orq_push(struct xiw_qp *qp)
 {
-	struct xiw_orqe *o = &qp->orq[qp->orq_head & (XIW_ORQ_SIZE - 1)];
+	struct xiw_orqe *o = &qp->orq[qp->orq_head & qp->orq_mask];
 
 	qp->orq_head++;
-	memset(o, 0, offsetof(struct xiw_orqe, sge));
+	memset(o, 0, sizeof(*o));
 	return o;
 }
 
@@ -398,7 +398,7 @@ static void msg_atomic_resp(struct xiw_qp *qp, struct xiw_irqe *slot)
 /* READ response for the IRQ head (RFC 5040 §4.5); false if it failed. */
 static bool msg_rresp(struct xiw_qp *qp)
 {
-	struct xiw_irqe *slot = &qp->irq[qp->irq_tail++ & (XIW_IRQ_SIZE - 1)];
+	struct xiw_irqe *slot = &qp->irq[qp->irq_tail++ & qp->irq_mask];
 	struct xiw_irqe e = *slot;
 	struct xiw_fpdu_hdr h;
 	void *src = NULL;
@@ -456,7 +456,6 @@ static void msg_read_req(struct xiw_qp *qp, struct xiw_sqe *e,
 	o->sink_to = h->rd_sink_to;
 	o->len = e->len;
 	o->num_sge = e->num_sge;
-	memcpy(o->sge, e->sge, sizeof(o->sge));
 }
 
 /*
@@ -475,7 +474,6 @@ static void msg_atomic_req(struct xiw_qp *qp, struct xiw_sqe *e,
 	o->sq_idx = qp->sq_tx;
 	o->len = 8;
 	o->num_sge = 1;
-	o->sge[0] = e->sge[0];
 	qp->msg.one = (struct ibv_sge){ .addr = (uintptr_t)e->atom,
 					.length = XIW_ATOMIC_REQ_LEN };
 }
@@ -840,17 +838,11 @@ static void batch_marks(struct xiw_qp *qp)
  * xiw_tx_reset() - forget the message cursor and any framed batch
  * (tx_lock held; the stream is gone or not yet there).
  */
-static void batch_reset(struct xiw_txbatch *b)
-{
-	b->niov = b->iov_idx = b->nfpdu = b->nmark = b->mark_idx = 0;
-	b->total = b->sent = 0;
-	b->any_zc = false;
-}
-
 void xiw_tx_reset(struct xiw_qp *qp)
 {
 	qp->msg.kind = XIW_TXK_NONE;
-	batch_reset(qp->b);
+	xiw_txbatch_put(qp->b);
+	qp->b = NULL;
 	qp->tx_wait_write = false;
 	xiw_dm_forget(qp);	/* before the stream's fd may be closed */
 	xiw_txc_reset(&qp->txc);
@@ -887,7 +879,35 @@ static void tx_ack_sync(struct xiw_qp *qp)
 
 static bool batch_empty(const struct xiw_txbatch *b)
 {
-	return b->sent == b->total;
+	return !b || b->sent == b->total;
+}
+
+/*
+ * Nothing framed is left: frame what is ready into a batch (borrowed,
+ * xiw_txbatch.c); a QP with nothing to frame gives the batch back, so
+ * idle QPs hold none. Return: true if framed bytes wait; else false and
+ * *@why is what xiw_tx_send_some() returns: XIW_TX_DONE, XIW_TX_CREDIT,
+ * or XIW_TX_MORE (no memory for a batch: try later).
+ */
+static bool batch_refill(struct xiw_qp *qp, int *why)
+{
+	*why = XIW_TX_MORE;
+	if (!qp->b && !(qp->b = xiw_txbatch_get())) {
+		xiw_log(XIW_LOG_ERROR, "qp %u: no memory for a TX batch; retrying",
+			qp->ibv.qp_num);
+		return false;
+	}
+	qp->b->niov = qp->b->iov_idx = qp->b->nfpdu = 0;
+	qp->b->nmark = qp->b->mark_idx = 0;
+	qp->b->total = qp->b->sent = 0;
+	qp->b->any_zc = false;
+	batch_fill(qp);
+	if (!batch_empty(qp->b))
+		return true;
+	xiw_txbatch_put(qp->b);
+	qp->b = NULL;
+	*why = qp->tx_credit ? XIW_TX_CREDIT : XIW_TX_DONE;
+	return false;
 }
 
 /*
@@ -994,21 +1014,18 @@ static void tx_fin(struct xiw_qp *qp)
  */
 int xiw_tx_send_some(struct xiw_qp *qp, size_t budget)
 {
-	struct xiw_txbatch *b = qp->b;
 	size_t done = 0, want;
 	ssize_t n;
+	int r;
 
 	if (!qp->llp || qp->tx_dead)
 		return XIW_TX_DONE;
 	qp->tx_credit = false;
 	for (;;) {
-		if (batch_empty(b)) {
-			batch_reset(b);
-			batch_fill(qp);
-			if (batch_empty(b) && qp->tx_credit)
-				return XIW_TX_CREDIT;
-			if (batch_empty(b))
+		if (batch_empty(qp->b) && !batch_refill(qp, &r)) {
+			if (r == XIW_TX_DONE)
 				break;
+			return r;
 		}
 		if (done >= budget)
 			return XIW_TX_MORE;
@@ -1022,7 +1039,7 @@ int xiw_tx_send_some(struct xiw_qp *qp, size_t budget)
 			qp->tx_dead = true;
 			return XIW_TX_DONE;
 		}
-		batch_advance(b, (size_t)n);
+		batch_advance(qp->b, (size_t)n);
 		if (qp->txc.synced)
 			xiw_txc_handed(&qp->txc, (uint32_t)n);
 		batch_marks(qp);
