@@ -47,6 +47,10 @@ table (stdout), progress on stderr, about 2-3 minutes:
               AF_XDP RX, payload-equivalent Gb/s), and ib_send_lat -s 8
               (median of XIW_BENCH_REPS) against the ksock row.
               XIW_BENCH_XSK=0 skips it.
+  idle QPs    tests/netns/xiw_idleqp: XIW_BENCH_IDLE_QPS (1000) idle
+              connected RC QPs (sq/rq 16, shared CQ, receives posted),
+              resident-set and allocator growth per QP from the first to
+              the last connection, on each side.
 
 Then one line per issue-3 target: met / NOT met, with the numbers.
 Benchmarks are not tests: a missed target does not change the exit status.
@@ -456,6 +460,28 @@ cq_b_csw=$(cq_get always-block csw)
 cq_a_cpu=$(cq_get adaptive cpu)
 cq_p_cpu=$(cq_get busy-poll cpu)
 
+# ------------------------------------------------------ idle QPs
+# xiw_idleqp prints "idleqp: side=S qps=N ... rss_per_qp=B heap_per_qp=B"
+IDLEQP="$BUILD/tests/netns/xiw_idleqp"
+IDLE_N=${XIW_BENCH_IDLE_QPS:-1000}
+declare -A IDLE
+# idle_get LOG FIELD
+idle_get() { grep -ho "$2=[0-9]*" "$1" 2>/dev/null | head -n 1 | cut -d= -f2; }
+if [ -x "$IDLEQP" ]; then
+	progress "idle QPs: $IDLE_N connected, memory per QP"
+	if run_pair idleqp 180 "$XIWRUN" "$IDLEQP" -s -p @PORT@ -n "$IDLE_N" -- \
+		"$XIWRUN" "$IDLEQP" -c @IP@ -p @PORT@ -n "$IDLE_N"; then
+		for f in rss_per_qp heap_per_qp; do
+			IDLE[server.$f]=$(idle_get "$XIW_PAIR_SLOG" $f)
+			IDLE[client.$f]=$(idle_get "$XIW_PAIR_CLOG" $f)
+		done
+	else
+		failed+=("xiw_idleqp: ${XIW_PAIR_WHY:-failed}")
+	fi
+else
+	failed+=("$IDLEQP missing: run 'make tests'")
+fi
+
 # ------------------------------------------------ xsk: AF_XDP + utcp
 # After every ksock row: native XDP on a veth turns TSO off on the peer
 # (DESIGN.md), which would skew them. Before the delayed link, which
@@ -606,6 +632,14 @@ if [ -s "$cq_out" ]; then
 fi
 echo
 
+echo "idle connected QPs: $IDLE_N per side (xiw_idleqp: sq/rq 16, shared CQ), growth from the first to the last, per QP"
+printf '  %-30s %12s %12s\n' "" "RSS B/QP" "heap B/QP"
+for side in server client; do
+	printf '  %-30s %12s %12s\n' "$side" "$(fmt "${IDLE[$side.rss_per_qp]:-}")" \
+		"$(fmt "${IDLE[$side.heap_per_qp]:-}")"
+done
+echo
+
 if [ "${XIW_BENCH_XSK:-1}" = 1 ]; then
 	echo "xsk transport (AF_XDP copy mode + utcp, xiw_xdp on both veth ends) vs its ceiling and ksock"
 	echo "  ceiling: raw AF_XDP TX -> XDP redirect -> AF_XDP RX (xiw_xskperf), as TCP payload Gb/s"
@@ -665,6 +699,11 @@ target "adaptive wait: csw <= always-block's" "a <= b" \
 	"$(fmt "$cq_a_csw") vs $(fmt "$cq_b_csw")" a="$cq_a_csw" b="$cq_b_csw"
 target "adaptive wait: CPU <= 0.5 x busy-poll's" "a <= 0.5 * b" \
 	"$(fmt "$cq_a_cpu") ms vs 0.5 x $(fmt "$cq_p_cpu") ms" a="$cq_a_cpu" b="$cq_p_cpu"
+echo
+echo "issue 11 targets"
+idle_max=$(printf '%s\n' "${IDLE[@]}" | sort -n | tail -n 1)
+target "idle QP memory <= 16 KB (RSS and heap, both sides)" "m <= 16384" \
+	"largest $(fmt "$idle_max") B/QP over $IDLE_N QPs" m="$idle_max"
 if [ "${XIW_BENCH_XSK:-1}" = 1 ]; then
 	echo
 	echo "issue 8 targets (xsk transport)"
