@@ -47,6 +47,11 @@ table (stdout), progress on stderr, about 2-3 minutes:
               AF_XDP RX, payload-equivalent Gb/s), and ib_send_lat -s 8
               (median of XIW_BENCH_REPS) against the ksock row.
               XIW_BENCH_XSK=0 skips it.
+  msg rate    sockperf throughput --tcp -m 64 for XIW_BENCH_TIME s (the
+              reference: messages/s the client sent) next to the perftest
+              64 B rows, CPU s per million messages.
+  many QPs    ib_write_bw -R -q 256 -s 65536 -n XIW_BENCH_Q256_ITERS (40,
+              per QP) against the one-QP 64 KB row.
   idle QPs    tests/netns/xiw_idleqp: XIW_BENCH_IDLE_QPS (1000) idle
               connected RC QPs (sq/rq 16, shared CQ, receives posted),
               resident-set and allocator growth per QP from the first to
@@ -236,25 +241,29 @@ iperf_run() {
 # bw_run KEY PROG SIZE ITERS [VAR=VALUE...]: perftest over xiwarp, both
 # sides with the given environment (the server's overridden by SRV_ENV,
 # see the ack rows) -> GBIT RATE CPUGB [KEY]
+# PT_ARGS: more perftest options on both sides (-q N: N QPs, PT_Q=N so the
+# bytes moved, and CPU s/GB, count every QP)
 SRV_ENV=()
+PT_ARGS=()
+PT_Q=1
 bw_run() {
 	local key=$1 prog=$2 size=$3 iters=$4 name sc cc mbs cpu
 	shift 4
 	name=${key//[^A-Za-z0-9_.-]/_}
 	sc=$XIW_LOGDIR/$name.scpu
 	cc=$XIW_LOGDIR/$name.ccpu
-	progress "$prog -R -s $size -n $iters${*:+ ($*)}"
+	progress "$prog -R -s $size -n $iters ${PT_ARGS[*]}${*:+ ($*)}"
 	rm -f "$sc" "$cc"
 	if run_pair "$name" 120 \
-		"${PIN_S[@]}" bash "$CPUW" "$sc" env "$@" "${SRV_ENV[@]}" "$XIWRUN" "$prog" -R -F -s "$size" -n "$iters" -p @PORT@ -- \
-		"${PIN_C[@]}" bash "$CPUW" "$cc" env "$@" "$XIWRUN" "$prog" -R -F -s "$size" -n "$iters" -p @PORT@ @IP@; then
+		"${PIN_S[@]}" bash "$CPUW" "$sc" env "$@" "${SRV_ENV[@]}" "$XIWRUN" "$prog" -R -F -s "$size" -n "$iters" "${PT_ARGS[@]}" -p @PORT@ -- \
+		"${PIN_C[@]}" bash "$CPUW" "$cc" env "$@" "$XIWRUN" "$prog" -R -F -s "$size" -n "$iters" "${PT_ARGS[@]}" -p @PORT@ @IP@; then
 		mbs=$(pt_col "$XIW_PAIR_CLOG" BW_average)
 		[ -n "$mbs" ] || mbs=$(pt_col "$XIW_PAIR_SLOG" BW_average)
 		RATE[$key]=$(pt_col "$XIW_PAIR_CLOG" MsgRate)
 		[ -n "${RATE[$key]}" ] || RATE[$key]=$(pt_col "$XIW_PAIR_SLOG" MsgRate)
 		GBIT[$key]=$(calc 'printf "%.2f", m * 1048576 * 8 / 1e9' m="$mbs")
 		cpu=$(cpu_of "$sc" "$cc")
-		CPUGB[$key]=$(calc 'printf "%.3f", c / (s * n / 1e9)' c="$cpu" s="$size" n="$iters")
+		CPUGB[$key]=$(calc 'printf "%.3f", c / (s * n * q / 1e9)' c="$cpu" s="$size" n="$iters" q="$PT_Q")
 	fi
 	[ -n "${GBIT[$key]:-}" ] || failed+=("$prog -s $size${*:+ ($*)}: ${XIW_PAIR_WHY:-no result line}")
 }
@@ -295,6 +304,42 @@ fi
 # ------------------------------------------------------ 64 B msg rate
 bw_run "rate:ib_send_bw" ib_send_bw 64 "$MSGS"
 bw_run "rate:ib_write_bw" ib_write_bw 64 "$MSGS"
+
+# sockperf_tput SECONDS: TCP throughput -m 64, the message-rate reference
+# -> SPRATE (msg/s the client sent), SPCPU (CPU s of both per 1e6 msgs)
+sockperf_tput() {
+	local t=$1 pid port log n
+	NEXT_PORT=$((NEXT_PORT + 1))
+	port=$NEXT_PORT
+	log=$XIW_LOGDIR/sockperf_tput.$port
+	SPRATE=""
+	SPCPU=""
+	rm -f "$log.scpu" "$log.ccpu"
+	xiw_bg A timeout -k 5 $((t + 40)) bash "$CPUW" "$log.scpu" \
+		sockperf server --tcp -i "$XIW_IP_A" -p "$port" >"$log.server.log" 2>&1
+	pid=$XIW_LAST_PID
+	if xiw_wait_listen A "$port" 10 "$pid"; then
+		xiw_in B timeout -k 5 $((t + 30)) bash "$CPUW" "$log.ccpu" sockperf throughput --tcp \
+			-i "$XIW_IP_A" -p "$port" -t "$t" -m 64 >"$log.client.log" 2>&1 || true
+	fi
+	xiw_stop "$pid" 2 || true
+	SPRATE=$(awk '/Message Rate is/ { for (i = 1; i < NF; i++) if ($i == "is") print $(i + 1) }' \
+		"$log.client.log" 2>/dev/null)
+	n=$(awk '/Total of/ { for (i = 1; i < NF; i++) if ($i == "of") print $(i + 1) }' \
+		"$log.client.log" 2>/dev/null)
+	SPCPU=$(calc 'printf "%.3f", c / (n / 1e6)' c="$(cpu_of "$log.scpu" "$log.ccpu")" n="$n")
+}
+progress "sockperf TCP throughput -m 64, ${T}s"
+sockperf_tput "$T"
+[ -n "$SPRATE" ] || failed+=("sockperf throughput (plain link)")
+
+# ------------------------------------------- many QPs: 256 vs 1 at 64 KB
+Q256_N=${XIW_BENCH_Q256_ITERS:-40}
+PT_ARGS=(-q 256)
+PT_Q=256
+bw_run "q256:ib_write_bw" ib_write_bw 65536 "$Q256_N"
+PT_ARGS=()
+PT_Q=1
 
 # ------------------------------------------------------------ latency
 # sockperf_p50 SECONDS: TCP ping-pong -m 64 -> SPLAT, one-way p50 (us)
@@ -593,11 +638,24 @@ if [ "$PINNED" = 1 ]; then
 	done
 fi
 echo
-echo "message rate, 64 B (perftest MsgRate, -n $MSGS)"
+echo "message rate, 64 B (perftest MsgRate, -n $MSGS; sockperf: messages the client sent in ${T}s)"
+printf '  %-30s %10s %10s %12s\n' "" "Mmsg/s" "x sockperf" "CPU s/Mmsg"
+sp_mrate=$(calc 'printf "%.3f", r / 1e6' r="$SPRATE")
+printf '  %-30s %10s %10s %12s\n' "sockperf TCP throughput -m 64" "$(fmt "$sp_mrate")" "1.00" "$(fmt "$SPCPU")"
 for k in rate:ib_send_bw rate:ib_write_bw; do
-	printf '  %-30s %10s Mmsg/s\n' "${k#rate:} -s 64" \
-		"$(fmt "$(calc 'printf "%.3f", r' r="${RATE[$k]:-}")")"
+	printf '  %-30s %10s %10s %12s\n' "${k#rate:} -s 64" \
+		"$(fmt "$(calc 'printf "%.3f", r' r="${RATE[$k]:-}")")" \
+		"$(fmt "$(ratio "${RATE[$k]:-}" "$sp_mrate")")" \
+		"$(fmt "$(calc 'printf "%.3f", g * 64 / 1000' g="${CPUGB[$k]:-}")")"
 done
+echo
+echo "many QPs: ib_write_bw -R -q 256 -s 65536 (-n $Q256_N per QP) vs the one-QP 64 KB row"
+printf '  %-30s %10s %10s %12s\n' "" "Gb/s" "x 1 QP" "CPU s/GB"
+printf '  %-30s %10s %10s %12s\n' "ib_write_bw 64K, 1 QP" "$(fmt "${GBIT[ib_write_bw:65536]:-}")" "1.00" \
+	"$(fmt "${CPUGB[ib_write_bw:65536]:-}")"
+r_q256=$(ratio "${GBIT[q256:ib_write_bw]:-}" "${GBIT[ib_write_bw:65536]:-}" 3)
+printf '  %-30s %10s %10s %12s\n' "ib_write_bw 64K, 256 QPs" "$(fmt "${GBIT[q256:ib_write_bw]:-}")" \
+	"$(fmt "$r_q256")" "$(fmt "${CPUGB[q256:ib_write_bw]:-}")"
 echo
 echo "latency, one-way (half round trip) us, median of $REPS runs"
 printf '  %-30s %10s   %s\n' "sockperf TCP ping-pong -m 64 p50" "$(fmt "$sp_p50")" "(RTT $(fmt "$sp_rtt") us)"
@@ -701,6 +759,14 @@ target "adaptive wait: CPU <= 0.5 x busy-poll's" "a <= 0.5 * b" \
 	"$(fmt "$cq_a_cpu") ms vs 0.5 x $(fmt "$cq_p_cpu") ms" a="$cq_a_cpu" b="$cq_p_cpu"
 echo
 echo "issue 11 targets"
+for k in rate:ib_send_bw rate:ib_write_bw; do
+	target "64 B ${k#rate:} >= 1.0 x sockperf msg/s" "r >= 1.0" \
+		"$(fmt "$(ratio "${RATE[$k]:-}" "$sp_mrate" 3)") x ($(fmt "${RATE[$k]:-}") / $(fmt "$sp_mrate") Mmsg/s)" \
+		r="$(ratio "${RATE[$k]:-}" "$sp_mrate" 3)"
+	target "64 B ${k#rate:} >= 1 Mmsg/s" "r >= 1.0" "$(fmt "${RATE[$k]:-}") Mmsg/s" r="${RATE[$k]:-}"
+done
+target "256 QPs aggregate >= 0.9 x one QP (64 KB WRITE)" "r >= 0.9" \
+	"$(fmt "$r_q256") x ($(fmt "${GBIT[q256:ib_write_bw]:-}") / $(fmt "${GBIT[ib_write_bw:65536]:-}") Gb/s)" r="$r_q256"
 idle_max=$(printf '%s\n' "${IDLE[@]}" | sort -n | tail -n 1)
 target "idle QP memory <= 16 KB (RSS and heap, both sides)" "m <= 16384" \
 	"largest $(fmt "$idle_max") B/QP over $IDLE_N QPs" m="$idle_max"
