@@ -24,7 +24,7 @@ table (stdout), progress on stderr, about 2-3 minutes:
   msg rate    ib_send_bw -R -s 64 and ib_write_bw -R -s 64 (-n XIW_BENCH_MSGS):
               perftest's MsgRate column.
   latency     sockperf TCP ping-pong -m 64 (p50), fi_pingpong -p tcp -e msg
-              -S 64 (libfabric's tcp provider) vs ib_write_lat / ib_send_lat
+              -S 8 and -S 65536 (libfabric's tcp provider) vs ib_write_lat / ib_send_lat
               -R -s 8 (t_typical); one-way (half round trip), median of
               XIW_BENCH_REPS runs.
   ack vs copy XIW_TX_COMPLETION=copy and =ack on both sides, runs
@@ -365,18 +365,23 @@ sp_p50=$SPLAT
 [ -n "$sp_p50" ] || failed+=("sockperf (plain link)")
 sp_rtt=$(calc 'printf "%.1f", 2 * p' p="$sp_p50")
 
-progress "fi_pingpong -p tcp -e msg -S 64 (libfabric tcp provider, no xiwarp) x$REPS"
+# fi_usec SIZE ITERS NAME: one fi_pingpong -p tcp -e msg run -> usec/xfer
+fi_usec() {
+	run_pair "$3" 60 \
+		fi_pingpong -p tcp -e msg -S "$1" -I "$2" -B @PORT@ -- \
+		fi_pingpong -p tcp -e msg -S "$1" -I "$2" -P @PORT@ @IP@ &&
+		awk '$1 == "bytes" { for (i = 1; i <= NF; i++) if ($i == "usec/xfer") c = i; next }
+			c && $1 ~ /^[0-9]+[kmg]?$/ { print $c; exit }' "$XIW_PAIR_CLOG"	# "64k"
+}
+progress "fi_pingpong -p tcp -e msg -S 8 (libfabric tcp provider, no xiwarp) x$REPS, and -S 65536"
 vals=()
 for ((r = 0; r < REPS; r++)); do
-	if run_pair "fi_pingpong.$r" 60 \
-		fi_pingpong -p tcp -e msg -S 64 -I 20000 -B @PORT@ -- \
-		fi_pingpong -p tcp -e msg -S 64 -I 20000 -P @PORT@ @IP@; then
-		vals+=("$(awk '$1 == "bytes" { for (i = 1; i <= NF; i++) if ($i == "usec/xfer") c = i; next }
-			c && $1 ~ /^[0-9]+$/ { print $c; exit }' "$XIW_PAIR_CLOG")")
-	fi
+	vals+=("$(fi_usec 8 20000 "fi_pingpong.$r")")
 done
 fi_lat=$(median "${vals[@]}")
-[ -n "$fi_lat" ] || failed+=("fi_pingpong: ${XIW_PAIR_WHY:-no result line}")
+[ -n "$fi_lat" ] || failed+=("fi_pingpong -S 8: ${XIW_PAIR_WHY:-no result line}")
+fi_64k=$(fi_usec 65536 2000 fi_pingpong.64k)
+[ -n "$fi_64k" ] || failed+=("fi_pingpong -S 65536: ${XIW_PAIR_WHY:-no result line}")
 
 # lat_run PROG [VAR=VALUE...]: REPS runs -s 8, the median t_typical
 declare -A LAT
@@ -659,7 +664,9 @@ printf '  %-30s %10s %10s %12s\n' "ib_write_bw 64K, 256 QPs" "$(fmt "${GBIT[q256
 echo
 echo "latency, one-way (half round trip) us, median of $REPS runs"
 printf '  %-30s %10s   %s\n' "sockperf TCP ping-pong -m 64 p50" "$(fmt "$sp_p50")" "(RTT $(fmt "$sp_rtt") us)"
-printf '  %-30s %10s   %s\n' "fi_pingpong tcp msg -S 64" "$(fmt "$fi_lat")" "$(fmt "$(ratio "$fi_lat" "$sp_p50")") x TCP"
+printf '  %-30s %10s   %s\n' "fi_pingpong tcp msg -S 8" "$(fmt "$fi_lat")" "$(fmt "$(ratio "$fi_lat" "$sp_p50")") x TCP"
+printf '  %-30s %10s   %s\n' "fi_pingpong tcp msg -S 65536" "$(fmt "$fi_64k")" \
+	"usec/xfer ($(fmt "$(calc 'printf "%.2f", 65536 * 8 / (u * 1000)' u="$fi_64k")") Gb/s one way)"
 wl=${LAT[write_lat.$DEFMODE]:-${LAT[write_lat.copy]:-}}
 for row in "ib_write_lat -s 8:$wl" "ib_send_lat -s 8:${LAT[send_lat]:-}"; do
 	v=${row#*:}
@@ -764,6 +771,10 @@ for k in rate:ib_send_bw rate:ib_write_bw; do
 		"$(fmt "$(ratio "${RATE[$k]:-}" "$sp_mrate" 3)") x ($(fmt "${RATE[$k]:-}") / $(fmt "$sp_mrate") Mmsg/s)" \
 		r="$(ratio "${RATE[$k]:-}" "$sp_mrate" 3)"
 	target "64 B ${k#rate:} >= 1 Mmsg/s" "r >= 1.0" "$(fmt "${RATE[$k]:-}") Mmsg/s" r="${RATE[$k]:-}"
+done
+for row in "ib_write_lat:$wl" "ib_send_lat:${LAT[send_lat]:-}"; do
+	target "8 B ${row%%:*} <= 1.0 x fi_pingpong tcp 8 B" "v <= f" \
+		"$(fmt "${row#*:}") vs $(fmt "$fi_lat") us one-way" v="${row#*:}" f="$fi_lat"
 done
 target "256 QPs aggregate >= 0.9 x one QP (64 KB WRITE)" "r >= 0.9" \
 	"$(fmt "$r_q256") x ($(fmt "${GBIT[q256:ib_write_bw]:-}") / $(fmt "${GBIT[ib_write_bw:65536]:-}") Gb/s)" r="$r_q256"
