@@ -363,8 +363,9 @@ static void test_pipeline(void **state)
 	assert_memory_equal(srv.buf + SINK, cli.buf, N * LEN);
 }
 
-/* @s's QP holds no TX batch (tx_lock read), waiting up to 5 s for the
- * thread that sent the last bytes to give it back. */
+/* @s's QP holds no TX batch (tx_lock) and no receive staging buffer
+ * (rx_lock), waiting up to 5 s for the threads that sent or received the
+ * last bytes to give them back. */
 static bool qp_batchless(struct side *s)
 {
 	for (int i = 0; i < 5000; i++) {
@@ -373,6 +374,9 @@ static bool qp_batchless(struct side *s)
 		pthread_mutex_lock(&s->qp->tx_lock);
 		none = !s->qp->b;
 		pthread_mutex_unlock(&s->qp->tx_lock);
+		pthread_mutex_lock(&s->qp->rx_lock);
+		none = none && !s->qp->stg;
+		pthread_mutex_unlock(&s->qp->rx_lock);
 		if (none)
 			return true;
 		usleep(1000);
@@ -383,7 +387,9 @@ static bool qp_batchless(struct side *s)
 /*
  * Memory per idle QP (issue 11): a TX batch is lent only while framed
  * bytes wait, including across short sends of a 1 MB WRITE and a READ
- * pipeline; afterwards neither QP holds one, and the data is right. The
+ * pipeline, and a receive staging buffer only while it holds bytes
+ * (runs of small FPDUs: the READ requests and SENDs of the pipeline);
+ * afterwards neither QP holds one, and the data is right. The
  * READ queues are sized to the negotiated ORD/IRD + 1 for the RTR: 8 + 1
  * -> 16 entries, or 1 + 1 -> 2 with MPA v1 (RFC 6581 §5 assumes 1/1).
  */
@@ -401,6 +407,44 @@ static void test_idle_qp_memory(void **state)
 	assert_true(qp_batchless(&cli));
 	assert_true(qp_batchless(&srv));
 	write_one(&srv, &cli, 70000, 2, 13);	/* a QP borrows again */
+	assert_true(qp_batchless(&srv));
+}
+
+/*
+ * Hundreds of small FPDUs back to back (receive staging, issue 11): SENDs
+ * of 1..200 bytes and small WRITEs, so the staging buffer's refills cut
+ * the stream at every kind of place (header, payload, trailer); every
+ * byte must land where its WR says, in order.
+ */
+static void test_small_burst(void **state)
+{
+	enum { N = 200, SLOT = 256 };
+
+	(void)state;
+	fill(cli.buf, N * SLOT, 21);
+	memset(srv.buf + SINK, 0, 2 * N * SLOT);
+	for (int i = 0; i < N; i++)
+		post_recv(&srv, 7000 + i, SINK + i * SLOT, SLOT, 1 + i % 3);
+	for (int i = 0; i < N; i++) {
+		uint32_t len = 1 + (uint32_t)(i * 37) % 200;
+
+		if (i % 4 == 0)	/* a WRITE before every 4th SEND */
+			post(&cli, 9000 + i, IBV_WR_RDMA_WRITE, i * SLOT, 8 + i % 50,
+			     1, IOVA_BASE + SINK + N * SLOT + i * SLOT, srv.mr->ibv.rkey, 0);
+		post(&cli, 8000 + i, IBV_WR_SEND, i * SLOT, len, 1 + i % 2, 0, 0, 0);
+	}
+	for (int i = 0; i < N; i++) {
+		uint32_t len = 1 + (uint32_t)(i * 37) % 200;
+
+		if (i % 4 == 0)
+			expect_wc(cli.scq, 9000 + i, IBV_WC_RDMA_WRITE, 0);
+		expect_wc(cli.scq, 8000 + i, IBV_WC_SEND, len);
+		expect_wc(srv.rcq, 7000 + i, IBV_WC_RECV, len);
+		assert_memory_equal(srv.buf + SINK + i * SLOT, cli.buf + i * SLOT, len);
+		if (i % 4 == 0)	/* placed before the SEND behind it arrived */
+			assert_memory_equal(srv.buf + SINK + N * SLOT + i * SLOT,
+					    cli.buf + i * SLOT, 8 + i % 50);
+	}
 	assert_true(qp_batchless(&srv));
 }
 
@@ -725,6 +769,8 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pipeline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_qp_memory, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_small_burst, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_late_recv, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inline_se, setup, teardown),

@@ -550,6 +550,12 @@ struct xiw_qp {
 	_Atomic uint64_t rx_app_poll_ns;	/* last app pass (any thread) */
 	_Atomic uint64_t rx_app_got_ns;		/* last app pass with bytes */
 	atomic_bool rx_app_mode;	/* progress thread left reading to apps */
+	/* receive staging (xiw_qp_rx.c): bytes [stg_off, stg_len) of stg
+	 * were read from the stream but not yet fed to rx; stg_short: that
+	 * recvmsg drained the socket. stg is lent (xiw_bufpool.c). */
+	uint8_t *stg;
+	uint32_t stg_off, stg_len;
+	bool stg_short;
 
 	pthread_mutex_t ref_lock;
 	pthread_cond_t ref_cond;
@@ -628,9 +634,12 @@ bool xiw_tx_fin_would_hold(const struct xiw_qp *qp);
  * tx_lock releases it with this.
  */
 void xiw_tx_unlock(struct xiw_qp *qp);
-/* xiw_txbatch.c: batches lent to QPs while they have bytes to hand over */
+/* xiw_bufpool.c: buffers lent to QPs while they hold bytes */
+#define XIW_RX_STAGE (16u * 1024)	/* receive staging buffer, bytes */
 struct xiw_txbatch *xiw_txbatch_get(void);
 void xiw_txbatch_put(struct xiw_txbatch *b);
+uint8_t *xiw_rxstage_get(void);
+void xiw_rxstage_put(uint8_t *b);
 /** xiw_tx_reset() - drop the TX cursor and batch (tx_lock held). */
 void xiw_tx_reset(struct xiw_qp *qp);
 /** xiw_tx_writable() - llp writable upcall (progress thread). */

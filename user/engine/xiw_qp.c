@@ -95,6 +95,7 @@ static void qp_free_mem(struct xiw_qp *qp)
 	free(qp->sq);
 	free(qp->rq);
 	xiw_txbatch_put(qp->b);
+	xiw_rxstage_put(qp->stg);
 	free(qp->orq);
 	free(qp->irq);
 	free(qp->inl);

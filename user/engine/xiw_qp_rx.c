@@ -574,6 +574,9 @@ void xiw_rx_reset(struct xiw_qp *qp)
 	atomic_store(&qp->rx_app_mode, false);
 	atomic_store(&qp->rx_app_poll_ns, 0);
 	atomic_store(&qp->rx_app_got_ns, 0);
+	xiw_rxstage_put(qp->stg);	/* bytes of an earlier stream */
+	qp->stg = NULL;
+	qp->stg_off = qp->stg_len = 0;
 	/* accept any FPDU the 16-bit MPA length allows from the peer */
 	xiw_rx_init(&qp->rx, &xiw_rx_ops_qp, qp, qp->params.crc,
 		    qp->params.markers_rx, 0xffff);
@@ -785,7 +788,112 @@ static int rx_app_bulk(struct xiw_qp *qp)
 }
 
 /*
- * One recvmsg into the receive machine (rx_lock held).
+ * Receive staging (issue 11). After a small FPDU (payload below
+ * XIW_RX_STAGE_SMALL) the next bytes are read with one recvmsg into a
+ * staging buffer of XIW_RX_STAGE bytes and fed to the receive machine
+ * from there, payload copied once to its target: a run of small FPDUs
+ * then costs one recvmsg per buffer instead of two per FPDU (header rest,
+ * then payload + trailer + next header). After a large FPDU, reads go
+ * straight into the target memory again, so a bulk transfer copies at
+ * most one buffer's worth per switch. The buffer is borrowed only while
+ * it holds bytes (xiw_bufpool.c).
+ */
+#define XIW_RX_STAGE_SMALL 1024u
+
+static bool rx_stage_wanted(const struct xiw_qp *qp, size_t want)
+{
+	return want < XIW_RX_STAGE_SMALL &&
+	       qp->rx.hdr.payload_len < XIW_RX_STAGE_SMALL;
+}
+
+/*
+ * Refill the staging buffer (qp->stg, empty) with one recvmsg; an
+ * unsuccessful one gives the buffer back.
+ * Return: bytes read (> 0), or what xiw_llp_recv() returned (<= 0).
+ */
+static ssize_t rx_stage_fill(struct xiw_qp *qp, struct xiw_llp *l)
+{
+	struct iovec v;
+	ssize_t n;
+
+	v = (struct iovec){ qp->stg, XIW_RX_STAGE };
+	n = xiw_llp_recv(l, &v, 1);
+	qp->stg_off = 0;
+	qp->stg_len = n > 0 ? (uint32_t)n : 0;
+	qp->stg_short = n < (ssize_t)XIW_RX_STAGE;
+	if (n <= 0) {
+		xiw_rxstage_put(qp->stg);
+		qp->stg = NULL;
+	}
+	return n;
+}
+
+/* Copy staged bytes into @iov (the machine's buffers). Return: bytes. */
+static size_t rx_stage_feed(struct xiw_qp *qp, const struct iovec *iov, int cnt)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < cnt && qp->stg_off < qp->stg_len; i++) {
+		size_t k = qp->stg_len - qp->stg_off;
+
+		if (k > iov[i].iov_len)
+			k = iov[i].iov_len;
+		memcpy(iov[i].iov_base, qp->stg + qp->stg_off, k);
+		qp->stg_off += (uint32_t)k;
+		n += k;
+	}
+	if (qp->stg_off == qp->stg_len) {
+		xiw_rxstage_put(qp->stg);
+		qp->stg = NULL;
+		qp->stg_off = qp->stg_len = 0;
+	}
+	return n;
+}
+
+/* Anything staged and not yet fed (rx_lock held)? */
+static bool rx_staged(const struct xiw_qp *qp)
+{
+	return qp->stg_off < qp->stg_len;
+}
+
+/* The stream ended or failed (@err from xiw_llp_recv, <= 0). */
+static int rx_step_end(struct xiw_qp *qp, int mode, int err)
+{
+	/* EOF stays readable: the progress thread sees it again */
+	if (mode == RXM_APP)
+		rx_app_defer(qp, 0, err);
+	else if (mode == RXM_PG)
+		xiw_qp_stream_end(qp, err);
+	return RX_NONE;
+}
+
+/* rx_step() through the staging buffer (qp->stg set), refilled if empty. */
+static int rx_step_staged(struct xiw_qp *qp, struct xiw_llp *l, int mode,
+			  const struct iovec *iov, int cnt)
+{
+	size_t n;
+	bool more;
+
+	if (!rx_staged(qp)) {
+		ssize_t r = rx_stage_fill(qp, l);
+
+		if (r == -EAGAIN)
+			return RX_NONE;
+		if (r <= 0)
+			return rx_step_end(qp, mode, (int)r);
+	}
+	n = rx_stage_feed(qp, iov, cnt);
+	/* staged bytes left, or the buffer was filled: the socket may hold
+	 * more; a short fill drained it (as a short read below) */
+	more = rx_staged(qp) || !qp->stg_short;
+	if (!rx_after_advance(qp, mode, xiw_rx_advance(&qp->rx, n)))
+		return RX_GOT;
+	return more ? RX_GO : RX_GOT;
+}
+
+/*
+ * One recvmsg into the receive machine (rx_lock held), or a feed from
+ * the staging buffer.
  * Return: RX_GO (bytes, go on), RX_GOT (bytes, stop), RX_NONE (stop) or,
  * in an app pass, RX_BULK (stop: an FPDU for the progress thread).
  */
@@ -816,19 +924,17 @@ static int rx_step(struct xiw_qp *qp, struct xiw_llp *l, int mode)
 	want = 0;
 	for (int i = 0; i < cnt; i++)
 		want += iov[i].iov_len;
-	if (mode == RXM_APP && want > XIW_RX_POLL_BULK)
+	if (mode == RXM_APP && want > XIW_RX_POLL_BULK && !rx_staged(qp))
 		return rx_app_bulk(qp);
+	/* no staging buffer to be had: read straight in, as after a big FPDU */
+	if (rx_staged(qp) || (rx_stage_wanted(qp, want) &&
+			      (qp->stg || (qp->stg = xiw_rxstage_get()))))
+		return rx_step_staged(qp, l, mode, iov, cnt);
 	n = xiw_llp_recv(l, iov, cnt);
 	if (n == -EAGAIN)
 		return RX_NONE;
-	if (n <= 0) {
-		/* EOF stays readable: the progress thread sees it again */
-		if (mode == RXM_APP)
-			rx_app_defer(qp, 0, (int)n);
-		else if (mode == RXM_PG)
-			xiw_qp_stream_end(qp, (int)n);
-		return RX_NONE;
-	}
+	if (n <= 0)
+		return rx_step_end(qp, mode, (int)n);
 	/* a short read drained the socket: skip the recvmsg that would only
 	 * say EAGAIN (level-triggered epoll, or the next poll, comes back) */
 	if (!rx_after_advance(qp, mode, xiw_rx_advance(&qp->rx, (size_t)n)))
