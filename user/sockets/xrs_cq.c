@@ -417,6 +417,16 @@ static int xrs_process_cq_until(struct xrs *rs, bool nonblock, int64_t deadline,
 		} else {
 			xrs_update_credits(rs);
 			pthread_mutex_lock(&rs->wait_lock);
+			if (!rs->cq_armed) {
+				/*
+				 * The thread that slept before us took the
+				 * event (and disarmed): the CQ may hold what we
+				 * wait for, and nothing would wake us. Look
+				 * again, re-arm, then sleep.
+				 */
+				pthread_mutex_unlock(&rs->wait_lock);
+				continue;
+			}
 			pthread_mutex_unlock(&rs->cq_lock);
 			ret = xrs_wait_event(rs, deadline);
 			pthread_mutex_unlock(&rs->wait_lock);
