@@ -319,6 +319,52 @@ static void test_sendsm(void **state)
 	rclose(s);
 }
 
+/*
+ * Non-blocking sends cannot wait for a read-complete: a big MSG_DONTWAIT
+ * stream goes by buffer copy only (no SrcAvail), data intact.
+ */
+static void test_nonblock_copy(void **state)
+{
+	int c, s;
+	struct io r = { 0 };
+	struct xrs_p_stats sc;
+	pthread_t tr;
+	uint8_t *b = malloc(BIG);
+	size_t done = 0;
+
+	(void)state;
+	pair(&c, &s);
+	stats(c, &sc);
+	if (!sc.zc) {
+		free(b);
+		skip();
+	}
+	fill(b, BIG, 0, 12);
+	r.fd = s; r.len = BIG; r.chunk = 60000; r.seed = 12;
+	assert_int_equal(pthread_create(&tr, NULL, reader, &r), 0);
+	while (done < BIG) {
+		ssize_t n = rsend(c, b + done, BIG - done, MSG_DONTWAIT);
+
+		if (n < 0) {
+			struct pollfd p = { .fd = c, .events = POLLOUT };
+
+			assert_int_equal(errno, EAGAIN);
+			assert_true(rpoll(&p, 1, HANG_S * 1000) == 1);
+			continue;
+		}
+		done += (size_t)n;
+	}
+	join_or_fail(tr, "reader");
+	assert_int_equal(r.err, 0);
+	assert_int_equal(r.done, BIG);
+	assert_int_equal(r.bad, SIZE_MAX);
+	stats(c, &sc);
+	assert_int_equal(sc.srcavail_tx, 0);
+	free(b);
+	rclose(c);
+	rclose(s);
+}
+
 /* wait (bounded) until the writer's side has taken a SinkAvail */
 static void wait_sinkavail(int fd)
 {
@@ -815,6 +861,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_srcavail),
 		cmocka_unit_test(test_sendsm),
 		cmocka_unit_test(test_sinkavail),
+		cmocka_unit_test(test_nonblock_copy),
 		cmocka_unit_test(test_sink_wasted),
 		cmocka_unit_test(test_races),
 		cmocka_unit_test(test_shutdown_srcavail),
