@@ -237,7 +237,7 @@ demo:
 bench:
 	bash scripts/deps.sh
 	$(MAKE) libs tools
-	bash scripts/bench.sh
+	bash scripts/bench.sh; rc=$$?; bash scripts/bench_sockets.sh || rc=1; exit $$rc
 
 # siw interop tier: xiwarp against the kernel's siw in a qemu guest
 # (../shared/siw-peer; tests/interop/siw_interop.sh --help)
