@@ -149,9 +149,11 @@ cells_of() {
 		# rsockets: rdma-core 44's own rstream/riostream on siw (real
 		# rsockets) as server, ours as client; the zero-copy extension
 		# must stay off. Not listed: the other direction (our server,
-		# rdma-core's client on siw): its rconnect failed with EINVAL
-		# in most attempts (our side had accepted; siw then reset the
-		# stream), one 1 MB blocking run passed - not diagnosed yet.
+		# rdma-core's client on siw): the transfers complete and our
+		# server ends, but the siw-side client does not exit (killed
+		# after 60 s; not diagnosed yet). Before 2026-11-24 its
+		# rconnect failed: we sent a credit update before its first
+		# FPDU (fixed in xrs_give_credits).
 		for r in siwsrv; do
 			echo "rsock/$r/rstream-blocking"
 			echo "rsock/$r/rstream-nonblocking"
