@@ -165,6 +165,17 @@ $(BUILD)/tests/unit/%: $(OBJ)/tests/unit/%.o $(LIB)/libxiwarp.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(LIB)/libxiwarp.a $(LDFLAGS) -lcmocka $(ENGINE_LIBS)
 
+# rsockets unit tests: test_rs_policy takes the pure threshold code;
+# test_rs_proto runs real rsockets over 127.0.0.1 through librdmacm.so.1.
+$(BUILD)/tests/unit/test_rs_policy: $(OBJ)/tests/unit/test_rs_policy.o $(OBJ)/user/sockets/xrs_zc_policy.o
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDFLAGS) -lcmocka
+
+$(BUILD)/tests/unit/test_rs_proto: $(OBJ)/tests/unit/test_rs_proto.o $(LIB)/librdmacm.so.1 $(LIB)/libibverbs.so.1
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< -Wl,-rpath,'$$ORIGIN/../../lib' $(LIB)/librdmacm.so.1 \
+	  $(LIB)/libibverbs.so.1 $(LIB)/libxiwarp.so.1 $(LDFLAGS) -lcmocka
+
 # Test programs that use the verbs/rdma_cm API, linked against the drop-ins
 # (tests/netns/*.c): victims and peers for the network scenarios.
 NETNS_SRCS := $(sort $(wildcard tests/netns/*.c))
@@ -212,6 +223,9 @@ $(BUILD)/tests/fuzz/%: $(FUZZ_OBJ)/tests/fuzz/%.o $(FUZZ_ENGINE)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_CFLAGS) -o $@ $^ $(ENGINE_LIBS)
 
+# the rsockets message/private-data parser (user/sockets/xrs_wire.c)
+$(BUILD)/tests/fuzz/fuzz_rsocket: $(FUZZ_OBJ)/user/sockets/xrs_wire.o
+
 fuzz: $(FUZZ_BINS)
 
 # ------------------------------------------------------------ top jobs ---
@@ -229,7 +243,7 @@ demo:
 bench:
 	bash scripts/deps.sh
 	$(MAKE) libs tools
-	bash scripts/bench.sh
+	bash scripts/bench.sh; rc=$$?; bash scripts/bench_sockets.sh || rc=1; exit $$rc
 
 # siw interop tier: xiwarp against the kernel's siw in a qemu guest
 # (../shared/siw-peer; tests/interop/siw_interop.sh --help)

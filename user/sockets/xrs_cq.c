@@ -123,8 +123,18 @@ static bool xrs_2ctrl_avail(struct xrs *rs)
 	return (int)((rs->ctrl_seqno + 1) - rs->ctrl_max_seqno) < 0;
 }
 
+/*
+ * MPA (RFC 5044) lets the initiator send the first FPDU: a responder's
+ * FPDU that reaches the initiator before it has taken the MPA reply is a
+ * protocol error there (Linux siw resets the stream: rdma-core's rconnect
+ * then fails with EINVAL). So an accepted socket returns no credits
+ * before the peer's first message; the peer has the first half of our
+ * buffer from the private data anyway.
+ */
 static bool xrs_give_credits(struct xrs *rs)
 {
+	if (rs->passive && !rs->rx_any)
+		return false;
 	return ((rs->rbuf_bytes_avail >= (rs->rbuf_size >> 1)) ||
 		((int16_t)(rs->rseq_no - rs->rseq_comp) >= 0)) &&
 	       (rs->msg_send ? xrs_2ctrl_avail(rs) : xrs_ctrl_avail(rs)) &&
@@ -251,6 +261,7 @@ static void xrs_rx_msg(struct xrs *rs, uint32_t idx, uint32_t len)
 		xrs_conn_lost(rs, EPROTO);
 		return;
 	}
+	rs->rx_any = true;
 	switch (m.op) {
 	case XRS_OP_DATA:
 		ret = xrs_rx_data(rs, m.data);
@@ -417,6 +428,16 @@ static int xrs_process_cq_until(struct xrs *rs, bool nonblock, int64_t deadline,
 		} else {
 			xrs_update_credits(rs);
 			pthread_mutex_lock(&rs->wait_lock);
+			if (!rs->cq_armed) {
+				/*
+				 * The thread that slept before us took the
+				 * event (and disarmed): the CQ may hold what we
+				 * wait for, and nothing would wake us. Look
+				 * again, re-arm, then sleep.
+				 */
+				pthread_mutex_unlock(&rs->wait_lock);
+				continue;
+			}
 			pthread_mutex_unlock(&rs->cq_lock);
 			ret = xrs_wait_event(rs, deadline);
 			pthread_mutex_unlock(&rs->wait_lock);

@@ -53,7 +53,11 @@ static short xrs_poll_conn(struct xrs *rs, short events, bool nonblock,
 		revents |= POLLIN;
 	if ((events & POLLOUT) && (rs->state & xrs_writable) && xrs_can_send(rs))
 		revents |= POLLOUT;
-	if (!(rs->state & xrs_connected)) {
+	/*
+	 * Hang-up only once the data is read: rstream -T a stops at POLLHUP,
+	 * and TCP too reports a peer's close with data queued as readable.
+	 */
+	if (!(rs->state & xrs_connected) && !xrs_have_rdata(rs)) {
 		if (rs->state & xrs_error)
 			revents |= POLLERR;
 		if (rs->state & (xrs_disconnected | xrs_error))

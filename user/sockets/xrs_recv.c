@@ -236,6 +236,16 @@ ssize_t xrs_recvv(struct xrs *rs, const struct iovec *iov, int iovcnt,
 			break;
 		}
 	}
+	if (left < len && rs->cq) {
+		/*
+		 * Return the credits now, as TCP opens its window when the
+		 * application reads (rdma-core waits for the next call): a
+		 * reader that took everything may not call again soon.
+		 */
+		pthread_mutex_lock(&rs->cq_lock);
+		xrs_update_credits(rs);
+		pthread_mutex_unlock(&rs->cq_lock);
+	}
 	pthread_mutex_unlock(&rs->rlock);
 	if (left == len && !ret && (rs->state & xrs_error) && rs->err) {
 		/* a reset, not an orderly end: report it once */

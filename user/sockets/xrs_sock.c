@@ -274,6 +274,7 @@ int xrs_accept_id(struct xrs *rs, struct rdma_cm_id *lid, int afd, int bfd)
 	if (rdma_get_request(lid, &nrs->cm_id))
 		goto err;
 	nrs->cm_id->context = nrs;
+	nrs->passive = true;
 	if (xrs_open_fds(nrs, afd, bfd))
 		goto err;
 	afd = bfd = -1;		/* nrs owns them now */
