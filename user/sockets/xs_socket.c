@@ -264,10 +264,29 @@ static int xs_adopt_fd(struct xs_sock *s, int fd, int rfd)
 	return 0;
 }
 
+/*
+ * The probe reached a listener that is no RDMA peer (EPROTO: not an MPA
+ * reply). Some servers (iperf3 -s) take the probe as a client, fail on
+ * it and re-open their listener, so a connect right behind it can be
+ * refused for a moment: retry that (2, 4 .. 128 ms, 0.25 s in all).
+ */
+static int xs_plain_connect(int fd, const struct sockaddr *addr, socklen_t len,
+			    bool probed)
+{
+	int r = xs_real.connect(fd, addr, len);
+
+	for (unsigned int ms = 2; r < 0 && errno == ECONNREFUSED && probed &&
+	     ms <= 128; ms *= 2) {
+		usleep(ms * 1000);
+		r = xs_real.connect(fd, addr, len);
+	}
+	return r;
+}
+
 int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct xs_sock *s;
-	int rfd, e;
+	int rfd, e = 0;
 
 	xs_need();
 	s = xs_get(fd);
@@ -300,5 +319,5 @@ plain:
 		if (!s->refs)
 			xs_put(s);
 	}
-	return xs_real.connect(fd, addr, len);
+	return xs_plain_connect(fd, addr, len, e == EPROTO);
 }
