@@ -4,7 +4,7 @@
  * completion? A small rdma_cm + verbs client (public API only) for the
  * siw interop tier (tests/interop/siw_interop.sh).
  *
- *   xiw_remerr [-o read|write] [-t SEC] [-k RKEY] [-a] HOST PORT
+ *   xiw_remerr [-o read|write] [-t SEC] [-k RKEY] [-s MS] [-a] HOST PORT
  *
  * Connects to an iWARP acceptor that will not expect anything in
  * particular first (a siw `rping -s` in the guest works), then posts ONE
@@ -74,7 +74,7 @@ static int get_event(struct rdma_event_channel *ch, enum rdma_cm_event_type want
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: xiw_remerr [-o read|write] [-t SEC] [-k RKEY] [-a] HOST PORT\n"
+"usage: xiw_remerr [-o read|write] [-t SEC] [-k RKEY] [-s MS] [-a] HOST PORT\n"
 "Connect over rdma_cm to an iWARP acceptor (e.g. siw's rping -s), post one\n"
 "signalled RDMA READ or WRITE with an rkey the peer does not know, and check\n"
 "that the peer's TERMINATE fails it with IBV_WC_REM_ACCESS_ERR and that the\n"
@@ -84,6 +84,8 @@ static void usage(FILE *f)
 "  -t, --timeout SEC    wait this long for the error completion (default 10)\n"
 "  -a, --any-remote     accept IBV_WC_REM_OP_ERR too (siw 6.1's TERMINATE for\n"
 "                       a READ has its layer/etype nibbles swapped)\n"
+"  -s, --settle MS      wait this long after ESTABLISHED before posting, so\n"
+"                       the peer has finished its accept (default 300)\n"
 "  -h, --help           this text\n"
 "Exit: 0 expected outcome, 1 not, 2 setup error.\n");
 }
@@ -95,20 +97,22 @@ int main(int argc, char **argv)
 		{ "rkey", required_argument, NULL, 'k' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "any-remote", no_argument, NULL, 'a' },
+		{ "settle", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *op = "read";
 	uint32_t rkey = 0x00dead00;
 	double tmo = 10;
-	int c, any_remote = 0;
+	int c, any_remote = 0, settle_ms = 300;
 
-	while ((c = getopt_long(argc, argv, "o:k:t:ah", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:k:t:as:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o': op = optarg; break;
 		case 'k': rkey = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 't': tmo = atof(optarg); break;
 		case 'a': any_remote = 1; break;
+		case 's': settle_ms = atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -162,6 +166,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "remerr: connect failed\n");
 		return 2;
 	}
+	/*
+	 * Let the peer finish its accept first: siw answers the bad WRITE
+	 * with a TERMINATE and closes, and when that close overtakes its own
+	 * ESTABLISHED (siw processes FPDUs that were queued during its accept
+	 * at once) Linux 6.1's iw_cm BUGs (iwcm.c:969). Our RTR nudges make
+	 * siw read the RTR within 10-70 ms.
+	 */
+	usleep(settle_ms * 1000);
 	printf("connected; posting a signalled RDMA %s with rkey 0x%08x\n",
 	       is_read ? "READ" : "WRITE", rkey);
 

@@ -33,6 +33,7 @@ struct fake_qp {
 	struct xiw_llp *llp;
 	struct xiw_conn_params p;
 	int attached, rtr_sent, rtr_seen, detached, closed, nudges;
+	bool nudge_armed;
 };
 
 static void fq_readable(void *arg)
@@ -97,6 +98,11 @@ int xiw_qp_rtr_nudge(struct xiw_qp *qp)
 		return -EINVAL;
 	q->nudges++;
 	return 0;
+}
+
+void xiw_qp_rtr_nudge_arm(struct xiw_qp *qp)
+{
+	((struct fake_qp *)qp)->nudge_armed = true;
 }
 
 void xiw_qp_detach(struct xiw_qp *qp, bool abort)

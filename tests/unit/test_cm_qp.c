@@ -8,12 +8,14 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <cmocka.h>
 #include "xiwarp/xiwarp.h"
 
@@ -216,10 +218,109 @@ static void test_connect_send_disconnect(void **state)
 	side_teardown(&srv);
 }
 
+/*
+ * A silent MPA responder on a plain socket: it reads the request, grants
+ * peer-to-peer with a zero-length WRITE RTR (RFC 6581), then only counts
+ * what arrives until EOF. Linux siw behaves like this while its socket
+ * hand-over after the reply leaves our RTR unread.
+ */
+struct silent_peer {
+	int lfd;
+	size_t after_reply;	/* bytes after the MPA request, up to EOF */
+	int ok;
+};
+
+static void *silent_peer_run(void *arg)
+{
+	static const unsigned char rep[24] = {
+		'M', 'P', 'A', ' ', 'I', 'D', ' ', 'R', 'e', 'p', ' ',
+		'F', 'r', 'a', 'm', 'e',
+		0x10, 2, 0, 4,		/* enhanced, rev 2, 4 octets of pdata */
+		0x80, 0x01, 0x80, 0x01,	/* IRD 1 + P2P, ORD 1 + WRITE RTR */
+	};
+	struct silent_peer *p = arg;
+	unsigned char b[512];
+	size_t got = 0, need = 20;
+	int fd = accept(p->lfd, NULL, NULL);
+	ssize_t n;
+
+	while (fd >= 0 && got < need && (n = recv(fd, b + got, sizeof(b) - got, 0)) > 0) {
+		got += (size_t)n;
+		if (got >= 20)
+			need = 20 + ((size_t)b[18] << 8 | b[19]);
+	}
+	if (fd < 0 || got < need || send(fd, rep, sizeof(rep), 0) != (ssize_t)sizeof(rep))
+		return NULL;
+	p->after_reply = got - need;
+	while ((n = recv(fd, b, sizeof(b), 0)) > 0)
+		p->after_reply += (size_t)n;
+	p->ok = n == 0;		/* FIN, not RST */
+	close(fd);
+	return NULL;
+}
+
+/*
+ * Close right after ESTABLISHED while the responder is silent, by
+ * disconnect or by destroying the QP: the FIN waits until the RTR and 3
+ * nudges (zero-length WRITEs, 20 octets each with the MPA CRC field) are
+ * out (xiw_qp_tx.c tx_fin), so a peer that left the RTR unread reads it
+ * before it sees the close.
+ */
+static void quick_close(bool destroy)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof(a);
+	struct silent_peer peer = { 0 };
+	struct xiw_device *dev;
+	const struct xiw_cm_event *e;
+	pthread_t th;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	dev = xiw_device_by_addr((struct sockaddr *)&a);
+	assert_non_null(dev);
+	peer.lfd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(peer.lfd >= 0);
+	assert_int_equal(bind(peer.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(peer.lfd, 1), 0);
+	assert_int_equal(getsockname(peer.lfd, (struct sockaddr *)&a, &alen), 0);
+	assert_int_equal(pthread_create(&th, NULL, silent_peer_run, &peer), 0);
+	side_setup(&cli, dev);
+	assert_int_equal(xiw_cm_connect(cli.qp, NULL, (struct sockaddr *)&a,
+					NULL, 0, 1, 1, on_event, &cli), 0);
+	e = wait_ev(&cli, 0);
+	assert_int_equal(e->type, XIW_CM_ESTABLISHED);
+	if (destroy)
+		side_teardown(&cli);
+	else
+		assert_int_equal(xiw_cm_disconnect(cli.qp), 0);
+	pthread_join(th, NULL);
+	close(peer.lfd);
+	print_message("%zu octets after the MPA reply\n", peer.after_reply);
+	assert_true(peer.ok);
+	assert_true(peer.after_reply >= 4 * 20);	/* RTR + 3 nudges */
+	assert_int_equal(peer.after_reply % 20, 0);
+	if (!destroy)
+		side_teardown(&cli);
+}
+
+static void test_quick_disconnect_holds_fin(void **state)
+{
+	(void)state;
+	quick_close(false);
+}
+
+static void test_quick_destroy_holds_fin(void **state)
+{
+	(void)state;
+	quick_close(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_connect_send_disconnect),
+		cmocka_unit_test(test_quick_disconnect_holds_fin),
+		cmocka_unit_test(test_quick_destroy_holds_fin),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

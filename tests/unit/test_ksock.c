@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* ksock + progress thread on loopback: connect, echo, EOF, close. */
 #include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <time.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -175,12 +178,140 @@ static void test_run_sync(void **state)
 	assert_false(xiw_progress_is_self());
 }
 
+/* ------------------------------------------- gentle close (linger) --- */
+
+#define QUIET_MS 1000	/* XIW_CLOSE_QUIET_MS for this binary (set in main) */
+
+static void on_readable_ignore(void *arg)
+{
+	(void)arg;
+}
+
+static const struct xiw_llp_cb cbs_noread = { on_readable_ignore, on_writable, on_closed };
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * A plain kernel socket as the peer, connected to an xiwarp listener; the
+ * accepted llp lands in srv.l with @cb as its owner.
+ */
+static int peer_connect(const struct xiw_llp_cb *cb, struct xiw_ksock_listener **ls)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct sockaddr_storage bound;
+	int fd;
+
+	side_init(&srv);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(xiw_ksock_listen((struct sockaddr *)&a, 8, on_accept,
+					  &srv, ls, &bound), 0);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&bound, sizeof(a)), 0);
+	pthread_mutex_lock(&srv.lock);
+	while (!srv.l)
+		pthread_cond_timedwait(&srv.cond, &srv.lock,
+				       &(struct timespec){ time(NULL) + 1, 0 });
+	pthread_mutex_unlock(&srv.lock);
+	xiw_llp_set_owner(srv.l, cb, &srv);
+	return fd;
+}
+
+/* Wait (up to 10 s) for the peer socket's end: 0 (FIN) or -errno (RST). */
+static int peer_wait_end(int fd)
+{
+	char b[256];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	for (;;) {
+		ssize_t n;
+
+		if (poll(&p, 1, 10000) != 1)
+			return -ETIMEDOUT;
+		n = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+		if (n == 0)
+			return 0;
+		if (n < 0 && errno != EAGAIN)
+			return -errno;
+	}
+}
+
+/* Bytes nobody read at close: the peer must see FIN, not RST. */
+static void test_close_unread_is_fin(void **state)
+{
+	struct xiw_ksock_listener *ls;
+	char data[3000] = { 1 };
+	int fd = peer_connect(&cbs_noread, &ls);
+
+	(void)state;
+	assert_int_equal(send(fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	usleep(20000);		/* let it reach the xiwarp socket's queue */
+	xiw_llp_close(srv.l);
+	assert_int_equal(peer_wait_end(fd), 0);
+	close(fd);
+	xiw_ksock_listener_close(ls);
+}
+
+/* Closed right after the peer's last message: FIN only after QUIET_MS. */
+static void test_close_lingers_after_rx(void **state)
+{
+	struct xiw_ksock_listener *ls;
+	int fd = peer_connect(&cbs, &ls);
+	uint64_t t0;
+
+	(void)state;
+	t0 = mono_ms();
+	assert_int_equal(send(fd, "last", 4, 0), 4);
+	pthread_mutex_lock(&srv.lock);
+	while (srv.got < 4)
+		pthread_cond_wait(&srv.cond, &srv.lock);
+	pthread_mutex_unlock(&srv.lock);
+	xiw_llp_close(srv.l);
+	assert_int_equal(peer_wait_end(fd), 0);
+	/* a lower bound only: load can delay the FIN, never advance it */
+	assert_true(mono_ms() - t0 >= QUIET_MS - 100);
+	close(fd);
+	xiw_ksock_listener_close(ls);
+}
+
+/* The peer's own FIN ends the linger: our FIN follows without the wait. */
+static void test_close_linger_ends_on_peer_fin(void **state)
+{
+	struct xiw_ksock_listener *ls;
+	int fd = peer_connect(&cbs, &ls);
+	uint64_t t0;
+
+	(void)state;
+	assert_int_equal(send(fd, "last", 4, 0), 4);
+	pthread_mutex_lock(&srv.lock);
+	while (srv.got < 4)
+		pthread_cond_wait(&srv.cond, &srv.lock);
+	pthread_mutex_unlock(&srv.lock);
+	xiw_llp_close(srv.l);
+	t0 = mono_ms();
+	assert_int_equal(shutdown(fd, SHUT_WR), 0);
+	assert_int_equal(peer_wait_end(fd), 0);
+	assert_true(mono_ms() - t0 < QUIET_MS - 100);
+	close(fd);
+	xiw_ksock_listener_close(ls);
+}
+
 int main(void)
 {
+	setenv("XIW_CLOSE_QUIET_MS", "1000", 1);	/* QUIET_MS */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_run_sync),
 		cmocka_unit_test(test_echo),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_close_unread_is_fin),
+		cmocka_unit_test(test_close_lingers_after_rx),
+		cmocka_unit_test(test_close_linger_ends_on_peer_fin),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

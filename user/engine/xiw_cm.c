@@ -69,7 +69,9 @@ static void rtr_nudge(void *arg)
 {
 	struct xiw_cm_conn *c = arg;
 
-	if (c->state != CS_ESTABLISHED || !c->attached || !c->qp)
+	/* also while closing: a held FIN waits for these nudges */
+	if ((c->state != CS_ESTABLISHED && c->state != CS_CLOSING) ||
+	    !c->attached || !c->qp)
 		return;
 	if (xiw_qp_rtr_nudge(c->qp) || c->nudge_ms >= RTR_NUDGE_LAST_MS)
 		return;
@@ -82,6 +84,7 @@ static void rtr_nudge_start(struct xiw_cm_conn *c, enum xiw_rtr_type rtr)
 	if (rtr == XIW_RTR_READ)	/* the READ response tells us */
 		return;
 	c->nudge_ms = RTR_NUDGE_FIRST_MS;
+	xiw_qp_rtr_nudge_arm(c->qp);
 	xiw_progress_timer_arm(&c->timer, c->nudge_ms, rtr_nudge, c);
 }
 
@@ -352,7 +355,8 @@ static void disconnect_on_progress(void *arg)
 	}
 	c->final = true;
 	c->state = CS_CLOSING;
-	xiw_progress_timer_cancel(&c->timer);
+	if (!c->nudge_ms)	/* the nudge series goes on (tx_fin's FIN hold) */
+		xiw_progress_timer_cancel(&c->timer);
 	cm_emit(c, XIW_CM_DISCONNECTED, 0, NULL, 0);
 	cm_conn_get(c);
 	xiw_qp_detach(qp, false);

@@ -65,6 +65,12 @@ int xiw_qp_send_rtr(struct xiw_qp *qp);
  */
 int xiw_qp_rtr_nudge(struct xiw_qp *qp);
 /**
+ * xiw_qp_rtr_nudge_arm() - the CM starts nudging (active side, WRITE or
+ * no RTR): until 3 nudges are out or the peer was heard, a graceful
+ * close holds its FIN (xiw_qp_tx.c tx_fin) and nudges still go out.
+ */
+void xiw_qp_rtr_nudge_arm(struct xiw_qp *qp);
+/**
  * xiw_qp_detach() - graceful (abort false: send queued FPDUs, then FIN) or
  * abortive (RST) end of the stream; the QP goes to ERROR and flushes.
  * Safe to call more than once.

@@ -489,6 +489,10 @@ struct xiw_qp {
 	struct xiw_ptimer rq_timer;	/* SEND waits for a receive, or app
 					 * reading is checked (progress) */
 	bool tx_hold, tx_wait_write, shutdown_pending, tx_dead;
+	/* FIN hold while the peer may still be accepting (xiw_qp_tx.c
+	 * tx_fin): nudging on, nudges sent, FIN held now. tx_lock. */
+	bool nudge_on, fin_held;
+	uint8_t nudges;
 	int term;
 	uint8_t term_hdr[XIW_MAX_HDR_LEN];	/* offending FPDU header */
 	uint32_t term_hdr_len;
@@ -611,6 +615,9 @@ void xiw_qp_end_async(struct xiw_qp *qp, int err);
  * blocks: on a short send it asks the llp for a writable upcall.
  */
 void xiw_tx_push(struct xiw_qp *qp);
+/** xiw_tx_fin_would_hold() - a graceful close now would hold its FIN for
+ *  the RTR nudges (xiw_qp_tx.c tx_fin); tx_lock held. */
+bool xiw_tx_fin_would_hold(const struct xiw_qp *qp);
 /**
  * xiw_tx_unlock() - release qp->tx_lock; if a poster found it taken
  * meanwhile (tx_more) and the datamover does not own the QP's sending,

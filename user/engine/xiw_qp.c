@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "xiw_cm.h"
 #include "xiw_obj.h"
 
@@ -682,6 +683,39 @@ static int qp_detach_locked(struct xiw_qp *qp, bool abort,
 	return 0;
 }
 
+enum qp_let_go_how { QP_GRACEFUL, QP_LET_GO_FIN, QP_LET_GO_RST };
+
+/*
+ * Detach (QP_GRACEFUL: FIN after the queued FPDUs, the QP reads on until
+ * EOF) or let go of the stream at once. Letting go ends it with RST
+ * (QP_LET_GO_RST: a protocol error or an aborted connect) or with a FIN
+ * (QP_LET_GO_FIN: the QP is being destroyed). A destroyed QP does not
+ * reset the stream: the peer's last message may still be in the peer's
+ * send path, and a RST or an early FIN fails it there (siw completes a
+ * SEND whose bytes already left with IBV_WC_LOC_QP_OP_ERR). The stream
+ * goes back to the CM, whose xiw_llp_close() drains what the peer sent
+ * and sends the FIN once the peer has been quiet briefly (ksock_linger.c),
+ * as iw_cm does on destroy: QP to ERROR, socket released with FIN.
+ */
+static void qp_let_go(struct xiw_qp *qp, enum qp_let_go_how how)
+{
+	struct xiw_cm_conn *conn = NULL;
+	struct xiw_llp *l = NULL;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	qp_detach_locked(qp, how != QP_GRACEFUL, &l, &conn);
+	xiw_tx_unlock(qp);
+	if (l) {
+		xiw_rx_fence(qp);	/* an app receive pass may use it */
+		xiw_llp_set_owner(l, &noop_cb, NULL);
+		if (how == QP_LET_GO_RST)
+			xiw_llp_abort(l);
+		/* QP_LET_GO_FIN: the CM's xiw_llp_close() sends the FIN */
+	}
+	if (conn)
+		xiw_cm_stream_closed(conn, -ECONNABORTED);
+}
+
 /**
  * xiw_qp_detach() - end the stream: graceful (@abort false: queued FPDUs
  * go out, then FIN; the QP reads on until EOF, then calls
@@ -692,19 +726,7 @@ static int qp_detach_locked(struct xiw_qp *qp, bool abort,
  */
 void xiw_qp_detach(struct xiw_qp *qp, bool abort)
 {
-	struct xiw_cm_conn *conn = NULL;
-	struct xiw_llp *l = NULL;
-
-	pthread_mutex_lock(&qp->tx_lock);
-	qp_detach_locked(qp, abort, &l, &conn);
-	xiw_tx_unlock(qp);
-	if (l) {
-		xiw_rx_fence(qp);	/* an app receive pass may use it */
-		xiw_llp_set_owner(l, &noop_cb, NULL);
-		xiw_llp_abort(l);
-	}
-	if (conn)
-		xiw_cm_stream_closed(conn, -ECONNABORTED);
+	qp_let_go(qp, abort ? QP_LET_GO_RST : QP_GRACEFUL);
 }
 
 /*
@@ -881,14 +903,14 @@ struct qp_teardown {
 	bool done;
 };
 
-/* Progress thread: abort a still attached stream and tell the CM. */
+/* Progress thread: let go of a still attached stream (FIN) and tell the CM. */
 static void qp_teardown_fn(void *arg)
 {
 	struct qp_teardown *t = arg;
 
 	xiw_progress_timer_cancel(&t->qp->end_timer);
 	xiw_progress_timer_cancel(&t->qp->rq_timer);
-	xiw_qp_detach(t->qp, true);
+	qp_let_go(t->qp, QP_LET_GO_FIN);
 	pthread_mutex_lock(&t->lock);
 	t->done = true;
 	pthread_cond_signal(&t->cond);
@@ -914,10 +936,41 @@ static void qp_teardown(struct xiw_qp *qp)
 	pthread_cond_destroy(&t.cond);
 }
 
+static void qp_detach_graceful_fn(void *arg)
+{
+	xiw_qp_detach(arg, false);
+}
+
+/*
+ * Destroyed right after connecting, before the peer was heard from: end
+ * the stream as rdma_disconnect() would, so the FIN waits for the RTR
+ * nudges (xiw_qp_tx.c tx_fin) and a peer still accepting reads our RTR
+ * before it sees the close. Waits for that FIN (70 ms nominal), bounded.
+ */
+#define QP_FIN_HOLD_WAIT_MS 500
+
+static void qp_release_fin_hold(struct xiw_qp *qp)
+{
+	bool pending;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	pending = qp->attached && xiw_tx_fin_would_hold(qp);
+	xiw_tx_unlock(qp);
+	if (!pending || xiw_progress_sync(qp_detach_graceful_fn, qp))
+		return;
+	for (int ms = 0; pending && ms < QP_FIN_HOLD_WAIT_MS; ms += 2) {
+		usleep(2000);
+		pthread_mutex_lock(&qp->tx_lock);
+		pending = qp->attached && qp->shutdown_pending;
+		xiw_tx_unlock(qp);
+	}
+}
+
 /**
  * xiw_qp_destroy() - abort a connect still setting up on @qp
- * (xiw_cm_qp_gone()) or a connected stream (the CM hears
- * xiw_cm_stream_closed(-ECONNABORTED) if it has not yet), flush, wait
+ * (xiw_cm_qp_gone()) or let go of a connected stream with a FIN, as
+ * iw_cm does (the CM hears xiw_cm_stream_closed(-ECONNABORTED) if it has
+ * not yet, and closes the socket), flush, wait
  * until no upcall or queued progress callback uses the QP, free.
  * Flush WCs that still wait for room in a full CQ are dropped and the CQE
  * slots reserved for the QP's WRs given back.
@@ -935,8 +988,10 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 	pthread_mutex_lock(&qp->tx_lock);
 	was_attached = qp->ever_attached;
 	xiw_tx_unlock(qp);
-	if (was_attached)
+	if (was_attached) {
+		qp_release_fin_hold(qp);
 		qp_teardown(qp);
+	}
 	pthread_mutex_lock(&qp->tx_lock);
 	xiw_qp_to_error(qp);
 	xiw_tx_unlock(qp);

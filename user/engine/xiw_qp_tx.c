@@ -594,6 +594,11 @@ static bool msg_next(struct xiw_qp *qp)
 		msg_term(qp);
 		return true;
 	}
+	/* a held FIN lets nudges out after the QP left RTS (tx_fin) */
+	if (qp->rtr != XIW_RTR_NONE && qp->fin_held) {
+		msg_rtr(qp);
+		return true;
+	}
 	if (atomic_load(&qp->state) != IBV_QPS_RTS)
 		return false;
 	if (qp->rtr != XIW_RTR_NONE) {
@@ -941,10 +946,35 @@ static ssize_t batch_send(struct xiw_qp *qp, size_t limit, size_t *want)
 			    false);
 }
 
+/*
+ * RFC 6581 §4 lets the initiator send as soon as the MPA reply is in,
+ * but Linux siw completes its accept only once it has read our RTR, and
+ * an RTR that arrives while siw hands its socket over after the reply
+ * stays unread until more data comes (rtr_nudge in xiw_cm.c). A FIN that
+ * reaches siw before it read the RTR is a close during accept, which
+ * made iw_cm BUG (iwcm.c:969, Linux 6.1). So an initiator that has heard
+ * nothing from the peer holds its FIN until XIW_FIN_HOLD_NUDGES nudges
+ * (10, 30, 70 ms after ESTABLISHED) are out; a nudge read by the peer
+ * makes it read the RTR first. Anything from the peer releases the FIN
+ * at the next nudge tick.
+ */
+#define XIW_FIN_HOLD_NUDGES 3
+
+bool xiw_tx_fin_would_hold(const struct xiw_qp *qp)
+{
+	return qp->nudge_on && qp->nudges < XIW_FIN_HOLD_NUDGES && !qp->end_err;
+}
+
+static bool fin_hold(struct xiw_qp *qp)
+{
+	qp->fin_held = xiw_tx_fin_would_hold(qp);
+	return qp->fin_held;
+}
+
 /* Everything is out: FIN if the stream is to end (tx_lock held). */
 static void tx_fin(struct xiw_qp *qp)
 {
-	if (qp->shutdown_pending) {
+	if (qp->shutdown_pending && !fin_hold(qp)) {
 		qp->shutdown_pending = false;
 		xiw_llp_shutdown(qp->llp);
 		if (qp->end_err && qp->term_waiting) {	/* TERMINATE is out */
@@ -1049,19 +1079,33 @@ int xiw_qp_rtr_nudge(struct xiw_qp *qp)
 	pthread_mutex_lock(&qp->rx_lock);
 	heard = qp->rx.stream_off > 0;
 	pthread_mutex_unlock(&qp->rx_lock);
-	if (heard)
-		return -EALREADY;
 	pthread_mutex_lock(&qp->tx_lock);
-	if (!qp->attached)
+	if (heard) {
+		ret = -EALREADY;
+		qp->nudge_on = false;	/* a held FIN may go */
+	} else if (!qp->attached) {
 		ret = -ENOTCONN;
-	else if (qp->params.rtr == XIW_RTR_READ)
+	} else if (qp->params.rtr == XIW_RTR_READ) {
 		ret = -EINVAL;
+	}
 	if (!ret && qp->rtr == XIW_RTR_NONE) {
 		qp->rtr = XIW_RTR_WRITE;
-		xiw_tx_push(qp);
+		if (qp->nudges < UINT8_MAX)
+			qp->nudges++;
 	}
+	if (qp->attached)
+		xiw_tx_push(qp);
 	xiw_tx_unlock(qp);
 	return ret;
+}
+
+/** xiw_qp_rtr_nudge_arm() - see xiw_conn.h. */
+void xiw_qp_rtr_nudge_arm(struct xiw_qp *qp)
+{
+	pthread_mutex_lock(&qp->tx_lock);
+	qp->nudge_on = true;
+	qp->nudges = 0;
+	xiw_tx_unlock(qp);
 }
 
 /**

@@ -67,6 +67,11 @@ struct xiw_llp {
 	bool eof;			/* recv returned 0 */
 	bool parked;			/* out of epoll after HUP while not reading */
 	bool dead;			/* closed upcall delivered or aborted */
+	bool aborted;			/* xiw_llp_abort(): close() sends RST */
+	struct xiw_ksock_live live;	/* exit linger (ksock_linger.c) */
+	bool fin_held;			/* shutdown asked, FIN held (linger) */
+	uint64_t fin_until_ns;
+	struct xiw_ptimer fin_timer;	/* progress thread */
 	bool rx_owed;			/* read since the last drain (quick ACK owed) */
 	struct xiw_ksock_zc zc;		/* MSG_ZEROCOPY (ksock_zc.c), own lock */
 };
@@ -159,6 +164,7 @@ static void llp_fail(struct xiw_llp *l, int err)
 		return;
 	}
 	l->dead = true;
+	__atomic_store_n(&l->live.ended, true, __ATOMIC_RELAXED);
 	llp_unregister_locked(l);
 	cb = l->cb;
 	arg = l->arg;
@@ -280,6 +286,7 @@ static struct xiw_llp *llp_new(int fd, bool connecting)
 	l->pfd.arg = l;
 	l->connecting = connecting;
 	l->mss = 1460;
+	xiw_ksock_live_add(&l->live);
 	return l;
 }
 
@@ -361,6 +368,8 @@ ssize_t xiw_llp_recv(struct xiw_llp *l, struct iovec *iov, int n)
 
 	if (r > 0) {
 		TSAN_RECEIVED();
+		__atomic_store_n(&l->live.last_rx_ns, xiw_ksock_coarse_ns(),
+				 __ATOMIC_RELAXED);
 		for (int i = 0; i < n; i++)
 			want += iov[i].iov_len;
 		/* short: TCP returned all it had (queue and backlog empty) */
@@ -377,6 +386,7 @@ ssize_t xiw_llp_recv(struct xiw_llp *l, struct iovec *iov, int n)
 			llp_quickack(l);
 		return -EAGAIN;
 	}
+	__atomic_store_n(&l->live.ended, true, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&l->lock);
 	l->eof = true;
 	llp_sync_mask_locked(l);
@@ -408,9 +418,52 @@ void xiw_llp_app_read(struct xiw_llp *l, bool on)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/* Progress thread: send a held FIN once the peer has been quiet. */
+static void llp_fin_tick(void *arg)
+{
+	struct xiw_llp *l = arg;
+	uint64_t until;
+	bool send;
+
+	pthread_mutex_lock(&l->lock);
+	if (!l->fin_held) {
+		pthread_mutex_unlock(&l->lock);
+		return;
+	}
+	send = !xiw_ksock_fin_hold(l->live.last_rx_ns, l->eof, &until) ||
+	       xiw_ksock_coarse_ns() >= l->fin_until_ns;
+	if (send)
+		l->fin_held = false;
+	pthread_mutex_unlock(&l->lock);
+	if (send)
+		shutdown(l->pfd.fd, SHUT_WR);
+	else
+		xiw_progress_timer_arm(&l->fin_timer, 5, llp_fin_tick, l);
+}
+
+/*
+ * FIN after the queued bytes; held while the peer's last bytes are too
+ * recent (ksock_linger.c), then sent from the progress thread.
+ */
 int xiw_llp_shutdown(struct xiw_llp *l)
 {
-	return shutdown(l->pfd.fd, SHUT_WR) ? -errno : 0;
+	uint64_t until;
+
+	if (!xiw_ksock_fin_hold(l->live.last_rx_ns, l->eof, &until))
+		return shutdown(l->pfd.fd, SHUT_WR) ? -errno : 0;
+	pthread_mutex_lock(&l->lock);
+	if (l->fin_held) {
+		pthread_mutex_unlock(&l->lock);
+		return 0;
+	}
+	l->fin_held = true;
+	l->fin_until_ns = until;
+	pthread_mutex_unlock(&l->lock);
+	if (xiw_progress_is_self())
+		llp_fin_tick(l);
+	else if (xiw_progress_run(llp_fin_tick, l))
+		return shutdown(l->pfd.fd, SHUT_WR) ? -errno : 0;
+	return 0;
 }
 
 /*
@@ -426,6 +479,9 @@ void xiw_llp_abort(struct xiw_llp *l)
 	setsockopt(l->pfd.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	pthread_mutex_lock(&l->lock);
 	l->dead = true;
+	l->aborted = true;
+	l->fin_held = false;
+	__atomic_store_n(&l->live.ended, true, __ATOMIC_RELAXED);
 	llp_unregister_locked(l);
 	pthread_mutex_unlock(&l->lock);
 	if (connect(l->pfd.fd, &sa, sizeof(sa)))
@@ -437,6 +493,7 @@ static void llp_free(void *p)
 {
 	struct xiw_llp *l = p;
 
+	xiw_ksock_live_del(&l->live);
 	pthread_mutex_destroy(&l->lock);
 	pthread_mutex_destroy(&l->zc.lock);
 	free(l);
@@ -452,8 +509,16 @@ static void llp_close_fd(void *p)
 	l->cb = NULL;
 	llp_unregister_locked(l);
 	__atomic_store_n(&l->pfd.deleted, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&l->live.ended, true, __ATOMIC_RELAXED);
+	l->fin_held = false;		/* the close below sends the FIN */
 	pthread_mutex_unlock(&l->lock);
-	close(l->pfd.fd);
+	xiw_progress_timer_cancel(&l->fin_timer);
+	if (l->aborted)
+		close(l->pfd.fd);
+	else if (!xiw_ksock_linger_close(l->pfd.fd, l->live.last_rx_ns, l->eof)) {
+		xiw_ksock_drain(l->pfd.fd);
+		close(l->pfd.fd);	/* FIN, no RST: nothing left unread */
+	}
 }
 
 void xiw_llp_close(struct xiw_llp *l)

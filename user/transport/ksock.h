@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include "llp.h"
 
@@ -81,5 +82,42 @@ void xiw_ksock_zc_reap(struct xiw_llp *l);
 
 /** xiw_ksock_fd() - the connection's socket (for ksock's own helpers). */
 int xiw_ksock_fd(const struct xiw_llp *l);
+
+/*
+ * Open connections, for the exit linger (ksock_linger.c): the time of
+ * the last byte from the peer and whether the stream has ended.
+ */
+struct xiw_ksock_live {
+	struct xiw_ksock_live *prev, *next;
+	uint64_t last_rx_ns;		/* CLOCK_MONOTONIC_COARSE; 0: none yet */
+	bool ended;			/* EOF, reset, or aborted */
+};
+
+/** xiw_ksock_coarse_ns() - CLOCK_MONOTONIC_COARSE in ns (cheap, ~4 ms steps). */
+uint64_t xiw_ksock_coarse_ns(void);
+/** xiw_ksock_live_add() - register an open connection (once). */
+void xiw_ksock_live_add(struct xiw_ksock_live *v);
+/** xiw_ksock_live_del() - unregister before it is freed (idempotent). */
+void xiw_ksock_live_del(struct xiw_ksock_live *v);
+/**
+ * xiw_ksock_drain() - read and drop what @fd has queued (bounded, 4 MiB).
+ * Return: bytes dropped, -EPIPE at the peer's FIN, or -errno.
+ */
+int xiw_ksock_drain(int fd);
+/**
+ * xiw_ksock_linger_close() - take over the close of @fd (not aborted) if
+ * the peer sent something less than XIW_CLOSE_QUIET_MS ago: close it,
+ * with FIN, once the peer was quiet that long or sent FIN (bounded by
+ * 4 × that time). Progress thread only (else, and on false, the caller
+ * drains and closes now).
+ * Return: true if the fd now belongs to the linger.
+ */
+bool xiw_ksock_linger_close(int fd, uint64_t last_rx_ns, bool eof);
+/**
+ * xiw_ksock_fin_hold() - a FIN now would follow the peer's last bytes by
+ * less than XIW_CLOSE_QUIET_MS (and no EOF yet): hold it. @until_ns: out
+ * (may be NULL), when to send it regardless.
+ */
+bool xiw_ksock_fin_hold(uint64_t last_rx_ns, bool eof, uint64_t *until_ns);
 
 #endif /* XIW_KSOCK_H */

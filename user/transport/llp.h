@@ -64,8 +64,10 @@ void xiw_llp_app_read(struct xiw_llp *l, bool on);
 int xiw_llp_shutdown(struct xiw_llp *l);
 /** xiw_llp_abort() - reset the connection (RST via SO_LINGER 0). */
 void xiw_llp_abort(struct xiw_llp *l);
-/** xiw_llp_close() - unregister from the progress thread and free. After
- *  it returns no upcall for @l is running or will run. */
+/** xiw_llp_close() - unregister from the progress thread, close and free.
+ *  Unless aborted, bytes the peer sent and nobody read are dropped first,
+ *  so the close sends FIN, not RST. After it returns no upcall for @l is
+ *  running or will run. */
 void xiw_llp_close(struct xiw_llp *l);
 
 /** xiw_llp_poll_fd() - an fd that polls EPOLLOUT when send space is back
