@@ -337,7 +337,7 @@ static void test_srq(void)
 	struct ibv_recv_wr rwr = { .wr_id = 1 }, *bad;
 	struct ibv_async_event ev;
 	struct ibv_wc wc;
-	int got = 0;
+	int got = 0, rc;
 
 	CHECK(ibv_post_recv(srv.id->qp, &rwr, &bad) == EINVAL,
 	      "ibv_post_recv on a QP with an SRQ: EINVAL");
@@ -352,8 +352,12 @@ static void test_srq(void)
 	CHECK(!async_event(srv.id->verbs, &ev) &&
 	      ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
 	      ev.element.srq == srv.srq, "async_fd: SRQ limit reached");
-	CHECK(!ibv_query_srq(srv.srq, &sa) && sa.srq_limit == 0 && sa.max_wr >= 16,
-	      "query_srq: limit disarmed after the event, max_wr %u", sa.max_wr);
+	/* queried first: CHECK's arguments have no evaluation order */
+	memset(&sa, 0xff, sizeof(sa));
+	rc = ibv_query_srq(srv.srq, &sa);
+	CHECK(!rc && sa.srq_limit == 0 && sa.max_wr >= 16 && sa.max_sge >= 1,
+	      "query_srq: limit disarmed after the event, max_wr %u max_sge %u",
+	      sa.max_wr, sa.max_sge);
 	/* the third WR is still there for the next message */
 	CHECK(send_one(32, 7) && poll1(srv.cq, &wc) && wc.wr_id == 22,
 	      "third SEND takes the remaining SRQ WR");
