@@ -132,19 +132,23 @@ struct xiw_mr {
 	int access;		/* IBV_ACCESS_* */
 	uint32_t mw_bound;	/* memory windows bound to it (dereg: EBUSY) */
 	struct xiw_mr *parent;	/* a memory window's range: its MR */
+	uint8_t mw_type;	/* a window's IBV_MW_TYPE_1/2; 0: an MR */
 };
 
 /**
- * struct xiw_mw - a type 2 memory window: its own STag (ibv.rkey) whose
- * table entry is @win, a range of an MR once bound (IBV_WR_BIND_MW),
- * invalid again after IBV_WR_LOCAL_INV or a peer's SEND with Invalidate.
+ * struct xiw_mw - a memory window: its own STag (ibv.rkey) whose table
+ * entry is @win, a range of an MR once bound. Type 2: bound by
+ * IBV_WR_BIND_MW while unbound, invalid again after IBV_WR_LOCAL_INV or a
+ * peer's SEND with Invalidate. Type 1: bound by ibv_bind_mw(3) (a bind WR
+ * too), rebound in place, unbound by a zero-length bind, never
+ * invalidated (IB: invalidation is for type 2 windows and MRs).
  */
 struct xiw_mw {
 	struct ibv_mw ibv;
 	struct xiw_mr win;
 };
 
-/** xiw_mw_alloc() - type 2 only. Return: MW or NULL+errno (EOPNOTSUPP). */
+/** xiw_mw_alloc() - type 1 or 2. Return: MW or NULL+errno (EINVAL). */
 struct xiw_mw *xiw_mw_alloc(struct xiw_pd *pd, enum ibv_mw_type type);
 /** xiw_mw_dealloc() - Return: 0 or -EINVAL. */
 int xiw_mw_dealloc(struct xiw_mw *mw);

@@ -413,6 +413,59 @@ static void test_mw(void)
 	      "the WRITE through the window landed in the MR");
 }
 
+/*
+ * Type 1 window: ibv_bind_mw(3) on the server's QP, a WRITE through it,
+ * rebound elsewhere (new rkey), a WRITE through the new rkey, then a
+ * zero-length bind unbinds it (a WRITE through it would be refused and
+ * end the connection: not done here).
+ */
+static void test_mw1(void)
+{
+	struct ibv_mw *w = ibv_alloc_mw(srv.pd, IBV_MW_TYPE_1);
+	struct ibv_mw_bind b = { .wr_id = 60, .send_flags = IBV_SEND_SIGNALED };
+	uint32_t k0, k1, k2;
+	struct ibv_wc wc;
+	int ret;
+
+	if (!CHECK(w && w->type == IBV_MW_TYPE_1, "ibv_alloc_mw type 1"))
+		return;
+	k0 = w->rkey;
+	b.bind_info.mr = srv.mr;
+	b.bind_info.addr = (uintptr_t)srv.buf + 45056;
+	b.bind_info.length = 2048;
+	b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	ret = ibv_bind_mw(srv.id->qp, w, &b);
+	k1 = w->rkey;
+	CHECK(!ret && k1 != k0 && poll1(srv.cq, &wc) &&
+	      wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW &&
+	      wc.wr_id == 60, "ibv_bind_mw (type 1): rkey 0x%x -> 0x%x", k0, k1);
+	memset(cli.buf, '1', 512);
+	CHECK(write_at(61, k1, 45056 + 1024, 0, &wc) &&
+	      wc.status == IBV_WC_SUCCESS, "WRITE through the type 1 window");
+	/* rebound in place over another range */
+	b.wr_id = 62;
+	b.bind_info.addr = (uintptr_t)srv.buf + 49152;
+	ret = ibv_bind_mw(srv.id->qp, w, &b);
+	k2 = w->rkey;
+	CHECK(!ret && k2 != k1 && poll1(srv.cq, &wc) &&
+	      wc.status == IBV_WC_SUCCESS && wc.wr_id == 62,
+	      "ibv_bind_mw again: rebound, rkey 0x%x", k2);
+	memset(cli.buf, '2', 512);
+	/* a READ behind the WRITE: both bytes are in once it completes */
+	CHECK(write_at(63, k2, 49152, 1, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      srv.buf[45056 + 1024] == '1' && srv.buf[45056 + 1535] == '1' &&
+	      srv.buf[49152] == '2' && srv.buf[49152 + 511] == '2',
+	      "WRITE through the rebound window; both WRITEs landed");
+	b.wr_id = 64;
+	b.bind_info.mr = NULL;
+	b.bind_info.addr = 0;
+	b.bind_info.length = 0;
+	ret = ibv_bind_mw(srv.id->qp, w, &b);
+	CHECK(!ret && poll1(srv.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.wr_id == 64, "zero-length ibv_bind_mw unbinds");
+	CHECK(!ibv_dealloc_mw(w), "ibv_dealloc_mw (type 1)");
+}
+
 static void test_resize(void)
 {
 	struct ibv_wc wc;
@@ -472,6 +525,7 @@ int main(int argc, char **argv)
 	test_atomics();
 	test_srq();
 	test_mw();
+	test_mw1();
 	test_resize();
 	test_rereg_fatal();
 	CHECK(mw && !ibv_dealloc_mw(mw), "ibv_dealloc_mw");
