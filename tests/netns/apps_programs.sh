@@ -8,7 +8,9 @@
 #                    the run; verb=send: the receiving fio verifies every
 #                    block (verify=crc32c headers written by the sender)
 #   libfabric        fi_info -p verbs; fi_pingpong -c (data checked) with
-#                    -p verbs -e msg and -p "verbs;ofi_rxm" -e rdm
+#                    -p verbs -e msg and -p "verbs;ofi_rxm" -e rdm (the two
+#                    endpoint types: libfabric 1.17 offers no msg endpoint
+#                    under "verbs;ofi_rxm", nor under "tcp;ofi_rxm")
 #   uDAPL            dtest and dapltest -V through a dat.conf entry for
 #                    xiwarp (DAT_OVERRIDE, libdaplofa; see README)
 #   rdmacm-utils     rping -q (the application's own QP, found by number),
