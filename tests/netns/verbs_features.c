@@ -361,6 +361,23 @@ static void test_srq(void)
 	/* the third WR is still there for the next message */
 	CHECK(send_one(32, 7) && poll1(srv.cq, &wc) && wc.wr_id == 22,
 	      "third SEND takes the remaining SRQ WR");
+	/* resize with WRs queued: they stay, in order, and more fit */
+	for (int i = 0; i < 4; i++)
+		post_recv(&srv, 40 + i, 1024 * i, 1024);
+	sa = (struct ibv_srq_attr){ .max_wr = 40 };
+	rc = ibv_modify_srq(srv.srq, &sa, IBV_SRQ_MAX_WR);
+	memset(&sa, 0, sizeof(sa));
+	CHECK(!rc && !ibv_query_srq(srv.srq, &sa) && sa.max_wr == 40,
+	      "ibv_modify_srq IBV_SRQ_MAX_WR 16 -> %u with 4 WRs queued", sa.max_wr);
+	got = 0;
+	for (int i = 4; i < 30; i++)	/* 30 queued: more than the old 16 */
+		got += !post_recv(&srv, 40 + i, 1024 * (i % 4), 1024);
+	CHECK(got == 26, "26 more WRs posted after the resize (%d)", got);
+	got = 0;
+	for (int i = 0; i < 30; i++)
+		got += send_one(70 + i, 8) && poll1(srv.cq, &wc) &&
+		       wc.status == IBV_WC_SUCCESS && wc.wr_id == 40u + i;
+	CHECK(got == 30, "30 SENDs take the resized SRQ's WRs in order (%d)", got);
 }
 
 static int write_one(uint64_t id, uint32_t rkey, int then_read,

@@ -82,8 +82,9 @@ for f in PORT_ACTIVE_EVENT SRQ_RESIZE MEM_WINDOW MEM_WINDOW_TYPE_2B; do
 done
 flags=$(value device_cap_flags "$XIW_LOGDIR/devinfo-v")
 flags_ex=$(value device_cap_flags_ex "$XIW_LOGDIR/devinfo-v")
-[ -n "$flags" ] && [ $((flags)) -eq $((flags_ex)) ] ||
-	bad "device_cap_flags $flags but device_cap_flags_ex $flags_ex"
+if [ -z "$flags" ] || [ -z "$flags_ex" ] || [ $((flags)) -ne $((flags_ex)) ]; then
+	bad "device_cap_flags '$flags' but device_cap_flags_ex '$flags_ex'"
+fi
 [ $fails = "$n0" ] && ok "ibv_devinfo -v: iWARP, Ethernet, ATOMIC_HCA, SRQ (+ resize), MW type 2B, PORT_ACTIVE_EVENT, flags $flags = flags_ex"
 
 # active_mtu follows the interface MTU (the IB enum at or below it)

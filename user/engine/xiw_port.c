@@ -110,7 +110,7 @@ static void pw_readable(void *arg, uint32_t events)
 		if (n <= 0)
 			return;		/* EAGAIN: drained */
 		for (struct nlmsghdr *h = (struct nlmsghdr *)buf;
-		     NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+		     NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
 			struct ifinfomsg *ifi = NLMSG_DATA(h);
 
 			if ((h->nlmsg_type != RTM_NEWLINK &&
