@@ -109,6 +109,15 @@ int xiw_llp_ack_trace(struct xiw_llp *l, uint64_t cookie)
 }
 
 /**
+ * xiw_llp_ack_untrace() - stop tracing (the stream is being closed): the
+ * claim is dropped and the socket leaves the bpftool listing.
+ */
+void xiw_llp_ack_untrace(struct xiw_llp *l)
+{
+	xiw_sockops_unregister(xiw_ksock_fd(l));
+}
+
+/**
  * xiw_llp_ack_arm() - one sockops event when the acknowledged-bytes count
  * reaches @target (mod 2^32). The program compares the same counter
  * (bpf_sock_ops.bytes_acked is tcpi_bytes_acked), so this is one map

@@ -89,6 +89,8 @@ int xiw_llp_ack_state(struct xiw_llp *l, uint32_t *una, uint32_t *outq);
 /** xiw_llp_ack_trace() - trace this connection's ACKs (sockops);
  *  Return: 0, or -errno when unavailable (poll instead). */
 int xiw_llp_ack_trace(struct xiw_llp *l, uint64_t cookie);
+/** xiw_llp_ack_untrace() - stop tracing a connection that is closing. */
+void xiw_llp_ack_untrace(struct xiw_llp *l);
 /** xiw_llp_ack_arm() - one trace event once the acknowledged-bytes count
  *  reaches @target (may come early). Return: 0 or -errno (poll instead). */
 int xiw_llp_ack_arm(struct xiw_llp *l, uint32_t target);
