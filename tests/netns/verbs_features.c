@@ -517,11 +517,12 @@ static void test_rereg_fatal(void)
 	      srv.mr->rkey, old);
 	CHECK(write_one(5, srv.mr->rkey, 0, &wc) && wc.status == IBV_WC_SUCCESS,
 	      "WRITE with the new rkey");
-	/* a WRITE completes once sent: the READ behind it gets the refusal */
-	CHECK(mw && write_at(4, mw->rkey, 40960, 1, &wc) &&
-	      wc.status == IBV_WC_REM_ACCESS_ERR,
+	/* a WRITE completes once sent: the READ behind it gets the refusal
+	 * (run first: CHECK's arguments have no evaluation order) */
+	ret = mw ? write_at(4, mw->rkey, 40960, 1, &wc) : 0;
+	CHECK(ret && wc.status == IBV_WC_REM_ACCESS_ERR,
 	      "WRITE through the invalidated window, READ behind it: %s",
-	      ibv_wc_status_str(wc.status));
+	      ret ? ibv_wc_status_str(wc.status) : "no WC");
 	for (i = 0; i < 3 && !async_event(ctx, &ev); i++) {
 		fatal += ev.event_type == IBV_EVENT_QP_FATAL &&
 			 (ev.element.qp == cli.id->qp || ev.element.qp == srv.id->qp);
