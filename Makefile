@@ -91,16 +91,18 @@ $(LIB)/libxiwarp.a: $(ENGINE_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-# -z nodelete: the engine's progress thread outlives any dlclose() (uDAPL's
-# libdat unloads its provider, and with it us, while the thread still runs:
-# dtest's client crashed in unmapped code 3-4 times in 8 runs before)
+# -z nodelete: the engine runs threads of its own (progress, datamover,
+# ACK tracer) that outlive any dlclose(): programs that reach the verbs
+# through a dlopen()ed provider (uDAPL's libdaplofa, unloaded by libdat2
+# before exit; libfabric's verbs provider) must not unmap their code.
 $(LIB)/libxiwarp.so.1: $(ENGINE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libxiwarp.so.1 -Wl,-z,defs -Wl,-z,nodelete -o $@ $^ $(LDFLAGS) $(ENGINE_LIBS)
 
 # ------------------------------------------------------- verbs drop-ins ---
-# Each shim links the engine by soname and finds it next to itself.
-SHIM_LDFLAGS = -shared -Wl,-z,defs -Wl,-rpath,'$$ORIGIN' $(LDFLAGS)
+# Each shim links the engine by soname and finds it next to itself; kept
+# mapped after dlclose() like the engine (their callbacks run on its threads).
+SHIM_LDFLAGS = -shared -Wl,-z,defs -Wl,-z,nodelete -Wl,-rpath,'$$ORIGIN' $(LDFLAGS)
 
 VERBS_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard user/verbs/ibverbs*.c)))
 # rsockets (user/sockets/xrs_*.c) live in librdmacm, as in rdma-core

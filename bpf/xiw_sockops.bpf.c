@@ -52,7 +52,9 @@ struct {
  * The registered sockets as bpftool can list them (socket storage cannot
  * be iterated from user space): key = the kernel's socket cookie, value =
  * a copy of the socket's state, refreshed once per round trip (RTT_CB)
- * and at every event, removed when the socket closes. Shared and pinned
+ * and at every event, removed when the socket closes (by the engine when
+ * it closes the stream, xiw_sockops_unregister(); here at TCP_CLOSE while
+ * the owner's program is still attached). Shared and pinned
  * like xiw_sk_ack2 (xiw_sk_view2 in the host's /sys/fs/bpf/xiwarp).
  */
 struct {

@@ -82,8 +82,24 @@ struct xiw_device *xiw_device_by_addr(const struct sockaddr *sa);
 /** xiw_device_query() - fill @attr (IBV_NODE_RNIC limits above). */
 void xiw_device_query(const struct xiw_device *dev, struct ibv_device_attr *attr);
 
-/** xiw_port_query() - port 1: ACTIVE, link layer Ethernet, MTU from @dev. */
+/** xiw_port_query() - port 1: ACTIVE while the interface runs (else
+ *  DOWN), link layer Ethernet, MTU from the interface now. */
 void xiw_port_query(const struct xiw_device *dev, struct ibv_port_attr *attr);
+/**
+ * xiw_device_link() - is @dev's interface running (IFF_RUNNING)?
+ * @mtu: out (may be NULL): its MTU now.
+ */
+bool xiw_device_link(const struct xiw_device *dev, uint32_t *mtu);
+/**
+ * xiw_port_watch() - report port 1 of @dev on @ctx from now on:
+ * IBV_EVENT_PORT_ACTIVE at once if the interface runs and whenever it
+ * comes back, IBV_EVENT_PORT_ERR when it stops (rtnetlink link messages,
+ * read on the progress thread; events go to the async handler).
+ * Return: 0 or -ENOMEM (without rtnetlink only the event at open comes).
+ */
+int xiw_port_watch(struct ibv_context *ctx, const struct xiw_device *dev);
+/** xiw_port_unwatch() - stop reporting @ctx's port (before freeing it). */
+void xiw_port_unwatch(struct ibv_context *ctx);
 
 /** xiw_device_gid() - GID index 0: MAC in bytes 0-5, rest zero. */
 void xiw_device_gid(const struct xiw_device *dev, union ibv_gid *gid);
@@ -116,19 +132,23 @@ struct xiw_mr {
 	int access;		/* IBV_ACCESS_* */
 	uint32_t mw_bound;	/* memory windows bound to it (dereg: EBUSY) */
 	struct xiw_mr *parent;	/* a memory window's range: its MR */
+	uint8_t mw_type;	/* a window's IBV_MW_TYPE_1/2; 0: an MR */
 };
 
 /**
- * struct xiw_mw - a type 2 memory window: its own STag (ibv.rkey) whose
- * table entry is @win, a range of an MR once bound (IBV_WR_BIND_MW),
- * invalid again after IBV_WR_LOCAL_INV or a peer's SEND with Invalidate.
+ * struct xiw_mw - a memory window: its own STag (ibv.rkey) whose table
+ * entry is @win, a range of an MR once bound. Type 2: bound by
+ * IBV_WR_BIND_MW while unbound, invalid again after IBV_WR_LOCAL_INV or a
+ * peer's SEND with Invalidate. Type 1: bound by ibv_bind_mw(3) (a bind WR
+ * too), rebound in place, unbound by a zero-length bind, never
+ * invalidated (IB: invalidation is for type 2 windows and MRs).
  */
 struct xiw_mw {
 	struct ibv_mw ibv;
 	struct xiw_mr win;
 };
 
-/** xiw_mw_alloc() - type 2 only. Return: MW or NULL+errno (EOPNOTSUPP). */
+/** xiw_mw_alloc() - type 1 or 2. Return: MW or NULL+errno (EINVAL). */
 struct xiw_mw *xiw_mw_alloc(struct xiw_pd *pd, enum ibv_mw_type type);
 /** xiw_mw_dealloc() - Return: 0 or -EINVAL. */
 int xiw_mw_dealloc(struct xiw_mw *mw);
@@ -164,7 +184,8 @@ struct xiw_srq;	/* opaque; starts with `struct ibv_srq ibv` */
 struct xiw_srq *xiw_srq_create(struct xiw_pd *pd, struct ibv_srq_init_attr *attr);
 /** xiw_srq_destroy() - Return: 0, or -EBUSY while a QP uses it. */
 int xiw_srq_destroy(struct xiw_srq *srq);
-/** xiw_srq_modify() - IBV_SRQ_LIMIT only (no resize). Return: 0/-EINVAL. */
+/** xiw_srq_modify() - IBV_SRQ_MAX_WR (resize, queued WRs kept) and/or
+ *  IBV_SRQ_LIMIT. Return: 0, -EINVAL, -ENOMEM. */
 int xiw_srq_modify(struct xiw_srq *srq, struct ibv_srq_attr *attr, int mask);
 /** xiw_srq_query() - max_wr, max_sge, srq_limit. Return: 0. */
 int xiw_srq_query(struct xiw_srq *srq, struct ibv_srq_attr *attr);

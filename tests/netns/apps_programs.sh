@@ -8,7 +8,9 @@
 #                    the run; verb=send: the receiving fio verifies every
 #                    block (verify=crc32c headers written by the sender)
 #   libfabric        fi_info -p verbs; fi_pingpong -c (data checked) with
-#                    -p verbs -e msg and -p "verbs;ofi_rxm" -e rdm
+#                    -p verbs -e msg and -p "verbs;ofi_rxm" -e rdm (the two
+#                    endpoint types: libfabric 1.17 offers no msg endpoint
+#                    under "verbs;ofi_rxm", nor under "tcp;ofi_rxm")
 #   uDAPL            dtest and dapltest -V through a dat.conf entry for
 #                    xiwarp (DAT_OVERRIDE, libdaplofa; see README)
 #   rdmacm-utils     rping -q (the application's own QP, found by number),
@@ -62,6 +64,12 @@ run_bg_pair() {
 
 # ----------------------------------------------------------------- qperf
 # One client runs the seven tests (1 s each); each must print its value.
+# The qperf server serves one test at a time (it waits for the previous
+# test's child to exit before it accepts the next request); -to 20 lets
+# the client wait 20 s instead of qperf's 5 for the server's RDMA CM port:
+# once, with the machine at load average 11, rc_rdma_write_lat timed out
+# there after rc_rdma_write_bw (not reproduced in 35 single tests at load
+# 5-7, each 1.0-1.4 s).
 apps_qperf() {
 	local run=$1 port=$2 tests=(rc_bw rc_lat rc_rdma_read_bw rc_rdma_read_lat
 		rc_rdma_write_bw rc_rdma_write_lat rc_rdma_write_poll_lat)
@@ -69,7 +77,7 @@ apps_qperf() {
 	xc_give_up "qperf" && return
 	if run_bg_pair "qperf.$run" "$port" "$((60 * XIW_TMUL))" \
 		"$XIWRUN" qperf -lp "$port" -- \
-		"$XIWRUN" qperf "$XIW_IP_A" -lp "$port" -cm1 -t 1 "${tests[@]}"; then
+		"$XIWRUN" qperf "$XIW_IP_A" -lp "$port" -cm1 -t 1 -to 20 "${tests[@]}"; then
 		for t in "${tests[@]}"; do
 			# "rc_bw:" then "    bw  =  2.5 GB/sec" (or latency = ... us)
 			n=$(awk -v t="$t:" '$1 == t { getline; if ($2 == "=" && $3 + 0 > 0) print $3 " " $4 }' \

@@ -4,7 +4,8 @@
 # own /sys), yet the maps are pinned in the host's /sys/fs/bpf/xiwarp
 # (bpffs is mounted there if it was missing), and
 # `bpftool map dump pinned /sys/fs/bpf/xiwarp/xiw_sk_view2` lists the
-# registered sockets of both processes with their field names (BTF).
+# registered sockets of both processes with their field names (BTF), and
+# a pair that finished by itself leaves no entry behind.
 # Exit 0 pass, 1 fail, 77 skip (not root, no netns, no sockops here).
 # timeout: 120
 set -uo pipefail
@@ -58,6 +59,39 @@ done
 [ $rc = 0 ] && echo "PASS  entries show field names (BTF): $(grep -c '"owner"' "$XIW_LOGDIR/dump.json") sockets"
 if [ "$(stat -f -c %T /sys/fs/bpf)" != bpf_fs ]; then
 	echo "FAIL  the host's /sys/fs/bpf is not a bpffs"
+	rc=1
+fi
+# a pair that ends by itself (rping -C: both destroy their QPs and exit
+# 0) leaves the listing: the engine deletes a socket's entry when it
+# closes the stream (the program's own TCP_CLOSE callback would come after
+# the process and its program are gone)
+port=$((port + 1))
+xiw_bg A env XIW_TX_COMPLETION=ack "$XIWRUN" rping -s -a "$XIW_IP_A" -p $port \
+	>"$XIW_LOGDIR/srv2.log" 2>&1
+spid=$XIW_LAST_PID
+if xiw_wait_listen A $port 10 "$spid"; then
+	xiw_bg B env XIW_TX_COMPLETION=ack "$XIWRUN" rping -c -a "$XIW_IP_A" -p $port \
+		-C 2000 >"$XIW_LOGDIR/cli2.log" 2>&1
+	cpid=$XIW_LAST_PID
+	seen=0
+	for ((i = 0; i < 50; i++)); do
+		bpftool map dump pinned "$VIEW" >"$XIW_LOGDIR/dump2.json" 2>/dev/null &&
+			grep -q "\"owner\": $cpid," "$XIW_LOGDIR/dump2.json" && { seen=1; break; }
+		kill -0 "$cpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	xiw_wait_pid "$cpid" 30; crc=$?
+	xiw_wait_pid "$spid" 30; src=$?
+	bpftool map dump pinned "$VIEW" >"$XIW_LOGDIR/dump3.json" 2>"$XIW_LOGDIR/dump3.err"
+	left=$(grep -cE "\"owner\": ($spid|$cpid)," "$XIW_LOGDIR/dump3.json")
+	if [ $crc = 0 ] && [ $src = 0 ] && [ "$left" = 0 ]; then
+		echo "PASS  a finished pair leaves no entry behind (client listed while running: $seen)"
+	else
+		echo "FAIL  after rping -C 2000 (client exit $crc, server exit $src): $left entries of pids $spid/$cpid still listed"
+		rc=1
+	fi
+else
+	echo "FAIL  second rping server did not listen"
 	rc=1
 fi
 perm=$(stat -c '%a %U' /sys/fs/bpf/xiwarp "$VIEW" | tr '\n' ' ')

@@ -31,8 +31,13 @@
 #          and still completes only after the ACK (>= RTT); with
 #          XIW_ZCOPY_MIN=0 well before; the kernel reports the veth copy
 #          (SO_EE_CODE_ZEROCOPY_COPIED) and the socket falls back.
-#  lat-veth plain veth (no delay): ack mode adds less than 1 ms to copy
-#          mode (medians; the link's RTT is tens of microseconds).
+#  lat-veth plain veth (no delay): ack mode adds less than 4 ms to copy
+#          mode (medians; the link's RTT is tens of microseconds) and no
+#          completion came from the 5 ms backstop timer: what it catches
+#          is a completion waiting for a timer (backstop, delayed ACK)
+#          instead of the ACK. Was "< 1 ms more": at load average 4 from
+#          other work the median once was 1092 us (copy 77 us), the
+#          engine's ACK thread waiting for a CPU.
 #  stop-*  the server stops itself (SIGSTOP) right after accepting; the
 #          client posts 64 KB WRITEs, one per ms, until its SQ is full.
 #          When WCs stall: in ack mode no WR may be complete whose bytes
@@ -213,12 +218,13 @@ lat_cases() {
 	# plain veth: the RTT is tens of microseconds
 	run_lat lat-veth-copy XIW_TX_COMPLETION=copy || return
 	vc=$LAT
-	run_lat lat-veth-ack XIW_TX_COMPLETION=ack || return
+	run_lat lat-veth-ack XIW_TX_COMPLETION=ack XIW_LOG=debug || return
 	va=$LAT
-	if [ "$va" -lt $((vc + 1000)) ]; then
-		pass "lat-veth: plain veth, ack ${va} us vs copy ${vc} us: < 1 ms more"
+	vb=$BACKSTOP
+	if [ "$va" -lt $((vc + 4000)) ] && [ "$vb" -eq 0 ]; then
+		pass "lat-veth: plain veth, ack ${va} us vs copy ${vc} us: < 4 ms more, no backstop completion"
 	else
-		failc "lat-veth: plain veth, ack ${va} us vs copy ${vc} us: >= 1 ms more"
+		failc "lat-veth: plain veth, ack ${va} us vs copy ${vc} us (want < 4 ms more), $vb backstop completions (want 0)"
 	fi
 }
 

@@ -337,7 +337,7 @@ static void test_srq(void)
 	struct ibv_recv_wr rwr = { .wr_id = 1 }, *bad;
 	struct ibv_async_event ev;
 	struct ibv_wc wc;
-	int got = 0;
+	int got = 0, rc;
 
 	CHECK(ibv_post_recv(srv.id->qp, &rwr, &bad) == EINVAL,
 	      "ibv_post_recv on a QP with an SRQ: EINVAL");
@@ -352,11 +352,33 @@ static void test_srq(void)
 	CHECK(!async_event(srv.id->verbs, &ev) &&
 	      ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
 	      ev.element.srq == srv.srq, "async_fd: SRQ limit reached");
-	CHECK(!ibv_query_srq(srv.srq, &sa) && sa.srq_limit == 0 && sa.max_wr >= 16,
-	      "query_srq: limit disarmed after the event, max_wr %u", sa.max_wr);
+	/* queried first: CHECK's arguments have no evaluation order */
+	memset(&sa, 0xff, sizeof(sa));
+	rc = ibv_query_srq(srv.srq, &sa);
+	CHECK(!rc && sa.srq_limit == 0 && sa.max_wr >= 16 && sa.max_sge >= 1,
+	      "query_srq: limit disarmed after the event, max_wr %u max_sge %u",
+	      sa.max_wr, sa.max_sge);
 	/* the third WR is still there for the next message */
 	CHECK(send_one(32, 7) && poll1(srv.cq, &wc) && wc.wr_id == 22,
 	      "third SEND takes the remaining SRQ WR");
+	/* resize with WRs queued: they stay, in order, and more fit */
+	for (int i = 0; i < 4; i++)
+		post_recv(&srv, 40 + i, 1024 * i, 1024);
+	sa = (struct ibv_srq_attr){ .max_wr = 40 };
+	rc = ibv_modify_srq(srv.srq, &sa, IBV_SRQ_MAX_WR);
+	memset(&sa, 0, sizeof(sa));
+	rc = rc ? rc : ibv_query_srq(srv.srq, &sa);
+	CHECK(!rc && sa.max_wr == 40,
+	      "ibv_modify_srq IBV_SRQ_MAX_WR 16 -> %u with 4 WRs queued", sa.max_wr);
+	got = 0;
+	for (int i = 4; i < 30; i++)	/* 30 queued: more than the old 16 */
+		got += !post_recv(&srv, 40 + i, 1024 * (i % 4), 1024);
+	CHECK(got == 26, "26 more WRs posted after the resize (%d)", got);
+	got = 0;
+	for (int i = 0; i < 30; i++)
+		got += send_one(70 + i, 8) && poll1(srv.cq, &wc) &&
+		       wc.status == IBV_WC_SUCCESS && wc.wr_id == 40u + i;
+	CHECK(got == 30, "30 SENDs take the resized SRQ's WRs in order (%d)", got);
 }
 
 static int write_one(uint64_t id, uint32_t rkey, int then_read,
@@ -409,6 +431,61 @@ static void test_mw(void)
 	      "the WRITE through the window landed in the MR");
 }
 
+/*
+ * Type 1 window: ibv_bind_mw(3) on the server's QP, a WRITE through it,
+ * rebound elsewhere (new rkey), a WRITE through the new rkey, then a
+ * zero-length bind unbinds it (a WRITE through it would be refused and
+ * end the connection: not done here).
+ */
+static void test_mw1(void)
+{
+	struct ibv_mw *w = ibv_alloc_mw(srv.pd, IBV_MW_TYPE_1);
+	struct ibv_mw_bind b = { .wr_id = 60, .send_flags = IBV_SEND_SIGNALED };
+	uint32_t k0, k1, k2;
+	struct ibv_wc wc;
+	int ret;
+
+	if (!CHECK(w && w->type == IBV_MW_TYPE_1, "ibv_alloc_mw type 1"))
+		return;
+	k0 = w->rkey;
+	b.bind_info.mr = srv.mr;
+	b.bind_info.addr = (uintptr_t)srv.buf + 45056;
+	b.bind_info.length = 2048;
+	b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	ret = ibv_bind_mw(srv.id->qp, w, &b);
+	k1 = w->rkey;
+	CHECK(!ret && k1 != k0 && poll1(srv.cq, &wc) &&
+	      wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW &&
+	      wc.wr_id == 60, "ibv_bind_mw (type 1): rkey 0x%x -> 0x%x", k0, k1);
+	memset(cli.buf, '1', 512);
+	/* a WRITE completes once sent: the READ behind it makes sure it was
+	 * placed before the window moves (else the peer refuses it) */
+	CHECK(write_at(61, k1, 45056 + 1024, 1, &wc) &&
+	      wc.status == IBV_WC_SUCCESS, "WRITE through the type 1 window");
+	/* rebound in place over another range */
+	b.wr_id = 62;
+	b.bind_info.addr = (uintptr_t)srv.buf + 49152;
+	ret = ibv_bind_mw(srv.id->qp, w, &b);
+	k2 = w->rkey;
+	CHECK(!ret && k2 != k1 && poll1(srv.cq, &wc) &&
+	      wc.status == IBV_WC_SUCCESS && wc.wr_id == 62,
+	      "ibv_bind_mw again: rebound, rkey 0x%x", k2);
+	memset(cli.buf, '2', 512);
+	/* a READ behind the WRITE: its bytes are in once it completes */
+	CHECK(write_at(63, k2, 49152, 1, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      srv.buf[45056 + 1024] == '1' && srv.buf[45056 + 1535] == '1' &&
+	      srv.buf[49152] == '2' && srv.buf[49152 + 511] == '2',
+	      "WRITE through the rebound window; both WRITEs landed");
+	b.wr_id = 64;
+	b.bind_info.mr = NULL;
+	b.bind_info.addr = 0;
+	b.bind_info.length = 0;
+	ret = ibv_bind_mw(srv.id->qp, w, &b);
+	CHECK(!ret && poll1(srv.cq, &wc) && wc.status == IBV_WC_SUCCESS &&
+	      wc.wr_id == 64, "zero-length ibv_bind_mw unbinds");
+	CHECK(!ibv_dealloc_mw(w), "ibv_dealloc_mw (type 1)");
+}
+
 static void test_resize(void)
 {
 	struct ibv_wc wc;
@@ -440,11 +517,12 @@ static void test_rereg_fatal(void)
 	      srv.mr->rkey, old);
 	CHECK(write_one(5, srv.mr->rkey, 0, &wc) && wc.status == IBV_WC_SUCCESS,
 	      "WRITE with the new rkey");
-	/* a WRITE completes once sent: the READ behind it gets the refusal */
-	CHECK(mw && write_at(4, mw->rkey, 40960, 1, &wc) &&
-	      wc.status == IBV_WC_REM_ACCESS_ERR,
+	/* a WRITE completes once sent: the READ behind it gets the refusal
+	 * (run first: CHECK's arguments have no evaluation order) */
+	ret = mw ? write_at(4, mw->rkey, 40960, 1, &wc) : 0;
+	CHECK(ret && wc.status == IBV_WC_REM_ACCESS_ERR,
 	      "WRITE through the invalidated window, READ behind it: %s",
-	      ibv_wc_status_str(wc.status));
+	      ret ? ibv_wc_status_str(wc.status) : "no WC");
 	for (i = 0; i < 3 && !async_event(ctx, &ev); i++) {
 		fatal += ev.event_type == IBV_EVENT_QP_FATAL &&
 			 (ev.element.qp == cli.id->qp || ev.element.qp == srv.id->qp);
@@ -468,6 +546,7 @@ int main(int argc, char **argv)
 	test_atomics();
 	test_srq();
 	test_mw();
+	test_mw1();
 	test_resize();
 	test_rereg_fatal();
 	CHECK(mw && !ibv_dealloc_mw(mw), "ibv_dealloc_mw");

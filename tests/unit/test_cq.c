@@ -75,6 +75,51 @@ static void test_poll_order(void **state)
 	assert_int_equal(xiw_cq_destroy(cq), 0);
 }
 
+/* A WC dropped for want of room (a CQE credit bug) is reported as
+ * IBV_EVENT_CQ_ERR on the CQ's context through the async handler, once
+ * per dropped WC; without a context nothing is posted. */
+static struct ibv_context *async_ctx;
+static struct ibv_async_event async_ev;
+static int async_n;
+
+static void async_record(struct ibv_context *ctx,
+			 const struct ibv_async_event *ev)
+{
+	async_ctx = ctx;
+	async_ev = *ev;
+	async_n++;
+}
+
+static void test_overflow_cq_err(void **state)
+{
+	struct ibv_context ctx = { 0 };
+	struct xiw_cq *cq = xiw_cq_create(&ctx, 2, NULL, NULL);
+	struct ibv_wc wc[4];
+
+	(void)state;
+	xiw_async_set_handler(async_record);
+	async_n = 0;
+	push(cq, 1, IBV_WC_SUCCESS, false);
+	push(cq, 2, IBV_WC_SUCCESS, false);
+	assert_int_equal(async_n, 0);
+	assert_int_equal(xiw_cq_push(cq, &(struct ibv_wc){ .wr_id = 3 }, false),
+			 -ENOSPC);
+	assert_int_equal(async_n, 1);
+	assert_ptr_equal(async_ctx, &ctx);
+	assert_int_equal(async_ev.event_type, IBV_EVENT_CQ_ERR);
+	assert_ptr_equal(async_ev.element.cq, &cq->ibv);
+	assert_int_equal(xiw_cq_poll(cq, 4, wc), 2);	/* the queued ones stay */
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+
+	cq = xiw_cq_create(NULL, 1, NULL, NULL);	/* no context: logged only */
+	push(cq, 1, IBV_WC_SUCCESS, false);
+	assert_int_equal(xiw_cq_push(cq, &(struct ibv_wc){ .wr_id = 2 }, false),
+			 -ENOSPC);
+	assert_int_equal(async_n, 1);
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+	xiw_async_set_handler(NULL);
+}
+
 /* ibv_resize_cq: grow with WCs queued across the wrap (order kept),
  * refuse to shrink below what is queued, shrink when it fits. */
 static void test_resize(void **state)
@@ -183,6 +228,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_sizes),
 		cmocka_unit_test(test_poll_order),
+		cmocka_unit_test(test_overflow_cq_err),
 		cmocka_unit_test(test_resize),
 		cmocka_unit_test(test_channel_events),
 		cmocka_unit_test(test_busy_with_qp),

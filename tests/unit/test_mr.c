@@ -221,6 +221,65 @@ static void test_many(void **state)
 	free(m);
 }
 
+/* Memory windows: type 2 binds once (until invalidated), type 1 rebinds
+ * in place, unbinds with a zero-length bind and refuses invalidation. */
+static void test_mw_types(void **state)
+{
+	struct xiw_pd *pd = *state;
+	struct xiw_mr *mr = reg(pd, 0x40000, 8192, IBV_ACCESS_LOCAL_WRITE |
+				IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	struct xiw_mw *w1 = xiw_mw_alloc(pd, IBV_MW_TYPE_1);
+	struct xiw_mw *w2 = xiw_mw_alloc(pd, IBV_MW_TYPE_2);
+	uint32_t k1, k2;
+	void *p = NULL;
+
+	assert_non_null(w1);
+	assert_non_null(w2);
+	assert_null(xiw_mw_alloc(pd, (enum ibv_mw_type)3));
+	assert_int_equal(errno, EINVAL);
+	/* type 2: bound once; a second bind is refused until invalidated */
+	k2 = ibv_inc_rkey(w2->ibv.rkey);
+	assert_int_equal(xiw_mw_bind(w2, pd, k2, mr, 0x40000, 4096,
+				     IBV_ACCESS_REMOTE_WRITE), 0);
+	assert_int_equal(xiw_mw_bind(w2, pd, ibv_inc_rkey(k2), mr, 0x40000,
+				     4096, IBV_ACCESS_REMOTE_WRITE), -EINVAL);
+	assert_int_equal(xiw_mr_invalidate(k2, pd), 0);
+	assert_int_equal(xiw_mr_check(k2, pd, IBV_ACCESS_REMOTE_WRITE, 0x40000,
+				      8, true, NULL), -ENOENT);
+	/* type 1: bound, then rebound elsewhere under a new key */
+	k1 = ibv_inc_rkey(w1->ibv.rkey);
+	assert_int_equal(xiw_mw_bind(w1, pd, k1, mr, 0x40000, 4096,
+				     IBV_ACCESS_REMOTE_WRITE), 0);
+	assert_int_equal(xiw_mr_check(k1, pd, IBV_ACCESS_REMOTE_WRITE,
+				      0x40000 + 8, 8, true, &p), 0);
+	assert_ptr_equal(p, buf + 8);
+	assert_int_equal(mr->mw_bound, 1);
+	assert_int_equal(xiw_mw_bind(w1, pd, ibv_inc_rkey(k1), mr, 0x41000,
+				     4096, IBV_ACCESS_REMOTE_WRITE), 0);
+	assert_int_equal(mr->mw_bound, 1);	/* the old binding let go */
+	assert_int_equal(xiw_mr_check(k1, pd, IBV_ACCESS_REMOTE_WRITE,
+				      0x40000 + 8, 8, true, NULL), -ENOENT);
+	k1 = ibv_inc_rkey(k1);
+	assert_int_equal(xiw_mr_check(k1, pd, IBV_ACCESS_REMOTE_WRITE,
+				      0x41000, 8, true, &p), 0);
+	assert_ptr_equal(p, buf + 4096);
+	assert_int_equal(xiw_mr_check(k1, pd, IBV_ACCESS_REMOTE_WRITE,
+				      0x40ff8, 8, true, NULL), -ERANGE);
+	/* no invalidation of a type 1 window; the MR stays busy */
+	assert_int_equal(xiw_mr_invalidate(k1, pd), -EPERM);
+	assert_int_equal(xiw_mr_check(k1, pd, IBV_ACCESS_REMOTE_WRITE,
+				      0x41000, 8, true, NULL), 0);
+	assert_int_equal(xiw_mr_dereg(mr), -EBUSY);
+	/* a zero-length bind unbinds (no MR needed) */
+	assert_int_equal(xiw_mw_bind(w1, pd, ibv_inc_rkey(k1), NULL, 0, 0, 0), 0);
+	assert_int_equal(mr->mw_bound, 0);
+	assert_int_equal(xiw_mr_check(k1, pd, IBV_ACCESS_REMOTE_WRITE,
+				      0x41000, 8, true, NULL), -ENOENT);
+	assert_int_equal(xiw_mw_dealloc(w1), 0);
+	assert_int_equal(xiw_mw_dealloc(w2), 0);
+	assert_int_equal(xiw_mr_dereg(mr), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +291,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rereg, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mw_types, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

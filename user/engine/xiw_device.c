@@ -296,7 +296,10 @@ void xiw_device_query(const struct xiw_device *dev, struct ibv_device_attr *attr
 	attr->atomic_cap = IBV_ATOMIC_HCA;
 	attr->max_mw = XIW_MAX_OBJS;
 	attr->device_cap_flags = IBV_DEVICE_MEM_WINDOW |
-				 IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+				 IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+				 IBV_DEVICE_PORT_ACTIVE_EVENT |
+				 IBV_DEVICE_SYS_IMAGE_GUID |
+				 IBV_DEVICE_SRQ_RESIZE;
 	attr->max_srq = XIW_MAX_OBJS;
 	attr->max_srq_wr = XIW_MAX_QP_WR;
 	attr->max_srq_sge = XIW_MAX_SGE;
@@ -318,15 +321,19 @@ static enum ibv_mtu mtu_to_enum(uint32_t mtu)
 }
 
 /**
- * xiw_port_query() - port 1 of @dev: ACTIVE / LinkUp, Ethernet link layer,
- * MTU enum from the interface MTU (>= 4096 bytes -> IBV_MTU_4096),
+ * xiw_port_query() - port 1 of @dev: ACTIVE / LinkUp while the interface
+ * runs, DOWN / Disabled otherwise (as siw), Ethernet link layer, MTU enum
+ * from the interface's MTU now (>= 4096 bytes -> IBV_MTU_4096),
  * width 4X at QDR speed (nominal; software device).
  */
 void xiw_port_query(const struct xiw_device *dev, struct ibv_port_attr *attr)
 {
+	uint32_t mtu;
+	bool up = xiw_device_link(dev, &mtu);
+
 	memset(attr, 0, sizeof(*attr));
-	attr->state = IBV_PORT_ACTIVE;
-	attr->max_mtu = mtu_to_enum(dev->mtu);
+	attr->state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	attr->max_mtu = mtu_to_enum(mtu);
 	attr->active_mtu = attr->max_mtu;
 	attr->gid_tbl_len = 1;
 	attr->port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_DEVICE_MGMT_SUP;
@@ -335,7 +342,7 @@ void xiw_port_query(const struct xiw_device *dev, struct ibv_port_attr *attr)
 	attr->max_vl_num = 1;
 	attr->active_width = 2;		/* 4X */
 	attr->active_speed = 4;		/* QDR */
-	attr->phys_state = 5;		/* LinkUp */
+	attr->phys_state = up ? 5 : 3;	/* LinkUp / Disabled, as siw */
 	attr->link_layer = IBV_LINK_LAYER_ETHERNET;
 }
 

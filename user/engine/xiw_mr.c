@@ -229,7 +229,8 @@ static void mw_unbind_locked(uint32_t idx)
 
 /**
  * xiw_mr_invalidate() - invalidate @stag (RFC 5040 §6.10).
- * Return: 0, -ENOENT not a valid STag, -EPERM the STag is in another PD.
+ * Return: 0, -ENOENT not a valid STag, -EPERM the STag is in another PD
+ * or a type 1 window's (which only a zero-length bind unbinds).
  */
 int xiw_mr_invalidate(uint32_t stag, const struct xiw_pd *pd)
 {
@@ -240,7 +241,7 @@ int xiw_mr_invalidate(uint32_t stag, const struct xiw_pd *pd)
 	mr = stag_find(stag);
 	if (!mr)
 		ret = -ENOENT;
-	else if (mr->pd != pd)
+	else if (mr->pd != pd || mr->mw_type == IBV_MW_TYPE_1)
 		ret = -EPERM;
 	else
 		mw_unbind_locked(stag >> 8);
@@ -303,18 +304,19 @@ int xiw_mr_rereg(struct xiw_mr *mr, int flags, struct xiw_pd *pd, void *addr,
 /* ------------------------------------------------- memory windows --- */
 
 /**
- * xiw_mw_alloc() - a type 2 memory window on @pd (ibv_alloc_mw(3)): an
- * STag of its own, invalid until a bind WR (IBV_WR_BIND_MW) gives it a
- * range of an MR. Type 1 windows (ibv_bind_mw) are not supported.
- * Return: the MW, or NULL+errno (EOPNOTSUPP type 1, EINVAL, ENOMEM).
+ * xiw_mw_alloc() - a type 1 or type 2 memory window on @pd
+ * (ibv_alloc_mw(3)): an STag of its own, invalid until a bind WR
+ * (IBV_WR_BIND_MW for type 2, ibv_bind_mw(3) for type 1) gives it a range
+ * of an MR.
+ * Return: the MW, or NULL+errno (EINVAL no PD or another type, ENOMEM).
  */
 struct xiw_mw *xiw_mw_alloc(struct xiw_pd *pd, enum ibv_mw_type type)
 {
 	struct xiw_mw *mw;
 	uint32_t idx;
 
-	if (!pd || type != IBV_MW_TYPE_2) {
-		errno = pd ? EOPNOTSUPP : EINVAL;
+	if (!pd || (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)) {
+		errno = EINVAL;
 		return NULL;
 	}
 	mw = calloc(1, sizeof(*mw));
@@ -335,6 +337,7 @@ struct xiw_mw *xiw_mw_alloc(struct xiw_pd *pd, enum ibv_mw_type type)
 		return NULL;
 	}
 	mw->win.pd = pd;
+	mw->win.mw_type = (uint8_t)type;
 	mw->ibv.context = pd->ibv.context;
 	mw->ibv.pd = &pd->ibv;
 	mw->ibv.handle = idx;
@@ -364,28 +367,41 @@ int xiw_mw_dealloc(struct xiw_mw *mw)
 }
 
 /**
- * xiw_mw_bind() - a bind WR reached the head of a QP's SQ (type 2, IB
+ * xiw_mw_bind() - a bind WR reached the head of a QP's SQ (IB
  * 10.6.7.2.2): @mw covers [@addr, +@len) of @mr's remote address space
  * with the remote rights @access, under the STag @rkey (same index, the
- * key byte the application chose). @pd is the binding QP's PD.
- * Return: 0, or -EINVAL (the MW is bound, rkey index differs, another PD,
- * @mr without IBV_ACCESS_MW_BIND, range outside @mr, remote write without
- * local write on @mr).
+ * key byte the application chose). @pd is the binding QP's PD. A type 1
+ * window may be bound already (rebound in place); a zero-length bind of
+ * a type 1 window unbinds it (@mr may be NULL then).
+ * Return: 0, or -EINVAL (a type 2 MW is bound, rkey index differs,
+ * another PD, @mr without IBV_ACCESS_MW_BIND, range outside @mr, remote
+ * write without local write on @mr).
  */
 int xiw_mw_bind(struct xiw_mw *mw, const struct xiw_pd *pd, uint32_t rkey,
 		struct xiw_mr *mr, uint64_t addr, uint64_t len, int access)
 {
 	uint32_t idx = mw->ibv.handle;
+	bool type1 = mw->win.mw_type == IBV_MW_TYPE_1;
 	int ret = -EINVAL;
 
 	pthread_rwlock_wrlock(&stag_lock);
 	if ((rkey >> 8) != idx || stag_tab[idx].mr != &mw->win ||
-	    stag_tab[idx].valid || mw->win.pd != pd || mr->pd != pd ||
+	    (!type1 && stag_tab[idx].valid) || mw->win.pd != pd)
+		goto out;
+	if (type1 && !len) {		/* unbind */
+		mw_unbind_locked(idx);
+		stag_tab[idx].key = (uint8_t)rkey;
+		ret = 0;
+		goto out;
+	}
+	if (!mr || mr->pd != pd ||
 	    !(mr->access & IBV_ACCESS_MW_BIND) ||
 	    mr_bounds(mr->iova, mr->ibv.length, addr, len) ||
 	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 	     !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
 		goto out;
+	if (type1)			/* a new binding replaces the old */
+		mw_unbind_locked(idx);
 	mw->win.ibv.addr = (uint8_t *)mr->ibv.addr + (addr - mr->iova);
 	mw->win.ibv.length = len;
 	mw->win.iova = addr;

@@ -43,9 +43,11 @@ static int sqe_opcode_ok(const struct ibv_send_wr *wr)
 		    (wr->wr.atomic.remote_addr & 7))
 			return -EINVAL;
 		return 0;
-	case IBV_WR_BIND_MW:	/* type 2 windows (ibv_alloc_mw) */
-		if (!wr->bind_mw.mw || wr->bind_mw.mw->type != IBV_MW_TYPE_2 ||
-		    !wr->bind_mw.bind_info.mr || wr->num_sge)
+	case IBV_WR_BIND_MW:	/* type 2; type 1 through ibv_bind_mw */
+		if (!wr->bind_mw.mw || wr->num_sge ||
+		    (!wr->bind_mw.bind_info.mr &&
+		     (wr->bind_mw.mw->type != IBV_MW_TYPE_1 ||
+		      wr->bind_mw.bind_info.length)))
 			return -EINVAL;
 		return 0;
 	case IBV_WR_LOCAL_INV:

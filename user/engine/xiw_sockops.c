@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <linux/magic.h>
@@ -301,6 +302,8 @@ void xiw_sockops_unregister(int sockfd)
 {
 	struct xiw_sk_ack st;
 	int map = sk_map_fd();
+	__u64 ck;
+	socklen_t len = sizeof(ck);
 
 	/* keep the entry (it says the socket has callbacks), drop the claim */
 	if (map < 0 || bpf_map_lookup_elem(map, &sockfd, &st) ||
@@ -309,6 +312,11 @@ void xiw_sockops_unregister(int sockfd)
 	st.owner = 0;
 	st.armed = 0;
 	bpf_map_update_elem(map, &sockfd, &st, BPF_EXIST);
+	/* and leave the listing now: the program's TCP_CLOSE callback may
+	 * never run for it (the FIN exchange ends after this process and
+	 * its program are gone) */
+	if (!getsockopt(sockfd, SOL_SOCKET, SO_COOKIE, &ck, &len))
+		bpf_map_delete_elem(bpf_map__fd(so.skel->maps.xiw_sk_view2), &ck);
 }
 
 int xiw_sockops_state(int sockfd, struct xiw_sk_ack *out)

@@ -87,21 +87,62 @@ int xiw_srq_destroy(struct xiw_srq *srq)
 	return 0;
 }
 
+/* A ring of at least @max_wr WRs holding the queued ones in order
+ * (srq->lock held). 0, or -EINVAL (fewer than queued, too many), -ENOMEM. */
+static int srq_resize_locked(struct xiw_srq *srq, uint32_t max_wr)
+{
+	uint32_t queued = srq->head - srq->tail, size;
+	struct xiw_rqe *rq;
+
+	if (!max_wr || max_wr > XIW_MAX_QP_WR || max_wr < queued ||
+	    srq->limit > max_wr)
+		return -EINVAL;
+	size = pow2_at_least(max_wr);
+	rq = calloc(size, sizeof(*rq));
+	if (!rq)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < queued; i++)
+		rq[i] = srq->rq[(srq->tail + i) & srq->mask];
+	free(srq->rq);
+	srq->rq = rq;
+	srq->size = size;
+	srq->mask = size - 1;
+	srq->tail = 0;
+	srq->head = queued;
+	srq->max = max_wr;
+	return 0;
+}
+
 /**
- * xiw_srq_modify() - IBV_SRQ_LIMIT arms the limit event at
- * attr->srq_limit WRs (0 disarms); IBV_SRQ_MAX_WR (resizing) is not
- * supported.
- * Return: 0, or -EINVAL (resize asked, limit above max_wr).
+ * xiw_srq_modify() - ibv_modify_srq(3): IBV_SRQ_MAX_WR resizes @srq to
+ * attr->max_wr WRs (the queued ones kept, in order; not below their
+ * number), then IBV_SRQ_LIMIT arms the limit event at attr->srq_limit
+ * WRs (0 disarms). Nothing changes when the call fails.
+ * Return: 0, or -EINVAL (no or unknown mask bits, max_wr below the queued
+ * WRs or above the device limit, limit above max_wr), -ENOMEM.
  */
 int xiw_srq_modify(struct xiw_srq *srq, struct ibv_srq_attr *attr, int mask)
 {
-	if ((mask & ~IBV_SRQ_LIMIT) || !(mask & IBV_SRQ_LIMIT) ||
-	    attr->srq_limit > srq->max)
+	int ret = 0;
+
+	if (!mask || (mask & ~(IBV_SRQ_LIMIT | IBV_SRQ_MAX_WR)))
 		return -EINVAL;
 	pthread_mutex_lock(&srq->lock);
-	srq->limit = attr->srq_limit;
+	if ((mask & IBV_SRQ_LIMIT) &&
+	    attr->srq_limit > ((mask & IBV_SRQ_MAX_WR) ? attr->max_wr : srq->max))
+		ret = -EINVAL;
+	if (!ret && (mask & IBV_SRQ_MAX_WR)) {
+		uint32_t limit = srq->limit;
+
+		if (mask & IBV_SRQ_LIMIT)	/* checked above */
+			srq->limit = 0;
+		ret = srq_resize_locked(srq, attr->max_wr);
+		srq->limit = limit;
+	}
+	if (!ret && (mask & IBV_SRQ_LIMIT))
+		srq->limit = attr->srq_limit;
 	pthread_mutex_unlock(&srq->lock);
-	return 0;
+	return ret;
 }
 
 /** xiw_srq_query() - max_wr, max_sge and the armed limit (0: none). */

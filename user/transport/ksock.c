@@ -516,6 +516,7 @@ static void llp_close_fd(void *p)
 	l->fin_held = false;		/* the close below sends the FIN */
 	pthread_mutex_unlock(&l->lock);
 	xiw_progress_timer_cancel(&l->fin_timer);
+	xiw_ksock_ack_untrace(l);	/* leaves the bpftool listing */
 	if (l->aborted)
 		close(l->pfd.fd);
 	else if (!xiw_ksock_linger_close(l->pfd.fd, l->live.last_rx_ns, l->eof)) {

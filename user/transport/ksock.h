@@ -118,6 +118,8 @@ void xiw_ksock_addrs(struct xiw_ksock *l, struct sockaddr_storage *local,
 		     struct sockaddr_storage *peer);
 int xiw_ksock_ack_state(struct xiw_ksock *l, uint32_t *una, uint32_t *outq);
 int xiw_ksock_ack_trace(struct xiw_ksock *l, uint64_t cookie);
+/** xiw_ksock_ack_untrace() - stop tracing a connection that is closing. */
+void xiw_ksock_ack_untrace(struct xiw_ksock *l);
 int xiw_ksock_ack_arm(struct xiw_ksock *l, uint32_t target);
 bool xiw_ksock_zc_usable(struct xiw_ksock *l);
 ssize_t xiw_ksock_send_zc(struct xiw_ksock *l, const struct iovec *iov, int n,

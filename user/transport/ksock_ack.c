@@ -109,6 +109,15 @@ int xiw_ksock_ack_trace(struct xiw_ksock *l, uint64_t cookie)
 }
 
 /**
+ * xiw_ksock_ack_untrace() - stop tracing (the stream is being closed): the
+ * claim is dropped and the socket leaves the bpftool listing.
+ */
+void xiw_ksock_ack_untrace(struct xiw_ksock *l)
+{
+	xiw_sockops_unregister(xiw_ksock_fd(l));
+}
+
+/**
  * xiw_ksock_ack_arm() - one sockops event when the acknowledged-bytes count
  * reaches @target (mod 2^32). The program compares the same counter
  * (bpf_sock_ops.bytes_acked is tcpi_bytes_acked), so this is one map

@@ -172,9 +172,17 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	xc->vctx.sz = sizeof(xc->vctx);
 	xiw_verbs_set_ops(&xc->vctx);
 	xiw_async_set_handler(async_to_fd);
-	/* the port is up (an interface with an address): say so once, as a
-	 * port coming up does on a NIC */
-	xiw_async_port(ctx, 1, IBV_EVENT_PORT_ACTIVE);
+	/* PORT_ACTIVE now if the interface runs (as a port coming up does on
+	 * a NIC), then PORT_ERR / PORT_ACTIVE as it goes down and up */
+	if (xiw_port_watch(ctx, xc->dev)) {
+		close(ctx->cmd_fd);
+		close(ctx->async_fd);
+		close(xc->async_wfd);
+		pthread_mutex_destroy(&ctx->mutex);
+		free(xc);
+		errno = ENOMEM;
+		return NULL;
+	}
 	return ctx;
 }
 
@@ -182,6 +190,7 @@ int ibv_close_device(struct ibv_context *context)
 {
 	struct xiw_vctx *xc = xiw_vctx_from_ibv(context);
 
+	xiw_port_unwatch(context);
 	close(context->cmd_fd);
 	close(context->async_fd);
 	close(xc->async_wfd);

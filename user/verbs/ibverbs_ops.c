@@ -130,7 +130,8 @@ static void *op_compat_dummy(void)
 	return enosup_ptr();
 }
 
-/* Type 2 memory windows: bound by IBV_WR_BIND_MW (ibv_post_send). */
+/* Memory windows: type 2 bound by IBV_WR_BIND_MW (ibv_post_send), type 1
+ * by ibv_bind_mw. */
 static struct ibv_mw *op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
 	struct xiw_mw *mw = xiw_mw_alloc(xiw_pd_from_ibv(pd), type);
@@ -138,11 +139,27 @@ static struct ibv_mw *op_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 	return mw ? &mw->ibv : NULL;
 }
 
-/* ibv_bind_mw(3) binds type 1 windows, which xiwarp does not have. */
-static int op_bind_mw(struct ibv_qp *qp __unused, struct ibv_mw *mw __unused,
-		      struct ibv_mw_bind *mw_bind __unused)
+/*
+ * ibv_bind_mw(3), type 1 windows: a bind WR on @qp's send queue (in SQ
+ * order, completing as IBV_WC_BIND_MW when signaled) under the window's
+ * next rkey (ibv_inc_rkey), which mw->rkey holds once posted, as
+ * rdma-core providers do. A zero length unbinds.
+ */
+static int op_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		      struct ibv_mw_bind *mw_bind)
 {
-	return EOPNOTSUPP;
+	struct ibv_send_wr wr = { 0 }, *bad;
+
+	if (!qp || !mw || !mw_bind || mw->type != IBV_MW_TYPE_1 ||
+	    mw->pd != qp->pd)
+		return EINVAL;
+	wr.wr_id = mw_bind->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = mw_bind->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = mw_bind->bind_info;
+	return qp->context->ops.post_send(qp, &wr, &bad);
 }
 
 static int op_dealloc_mw(struct ibv_mw *mw)
