@@ -716,6 +716,8 @@ static void test_sack_single_loss(void **state)
 	a = info(&l->ep[0]);
 	assert_true(a.in_recovery);
 	assert_int_equal(a.fast_recoveries, 1);
+	/* the SACKed-octets counter is what the scoreboard holds so far */
+	assert_int_equal(a.bytes_sacked, e[0] - s[0]);
 	/* the receiver sent SACK blocks in its dup ACKs */
 	assert_true(l->ep[1].log[l->ep[1].nlog - 1].o.nsack >= 1);
 	assert_int_equal(l->ep[1].log[l->ep[1].nlog - 1].o.sack_start[0],
@@ -728,6 +730,8 @@ static void test_sack_single_loss(void **state)
 	assert_int_equal(a.snd_acked, 10 * smss);
 	assert_int_equal(a.sack_blocks, 0);
 	assert_false(a.in_recovery);
+	/* segments 4..10 at most were SACKed (each octet counted once) */
+	assert_true(a.bytes_sacked >= 3 * smss && a.bytes_sacked <= 7 * smss);
 	assert_memory_equal(l->ep[1].rdata, l->ep[0].sdata, 10 * smss);
 	link_free(l);
 }

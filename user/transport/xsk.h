@@ -136,6 +136,10 @@ void xsk_cons_release(struct xsk_ring *r, uint32_t n);
 struct xsk_maps {
 	uint32_t prog_id;
 	int prog_fd, flows_fd, listen_fd, xsks_fd, cnt_fd, cfg_fd;
+	int slot_cnt_fd;	/* optional: per-slot counters (-1: none) */
+	struct xiw_xdp_slot_cnt *slot_cnt;	/* its mapping, or NULL */
+	size_t slot_cnt_len;
+	uint32_t slot_cnt_n;
 	uint32_t cfg_flags;	/* struct xiw_xdp_cfg.flags at open */
 	bool generic;		/* attached in generic (skb) mode */
 };
@@ -144,6 +148,10 @@ struct xsk_maps {
  *  or another program: @why says which), -errno. */
 int xsk_maps_open(int ifindex, struct xsk_maps *m, char *why, size_t whylen);
 void xsk_maps_close(struct xsk_maps *m);
+/** xsk_maps_count() - add utcp counters to XSKMAP slot @slot's record
+ *  (xiw_slot_cnt, mapped; no-op without it). Any thread. */
+void xsk_maps_count(const struct xsk_maps *m, uint32_t slot, uint64_t retrans,
+		    uint64_t sacked);
 /** xsk_slot_claim() - own XSKMAP slot @slot of program @prog_id in this
  *  process (an abstract unix socket per slot, released at exit).
  *  Return: the lock fd, or -EBUSY / -errno. */
@@ -350,6 +358,8 @@ struct xsk_conn {
 	bool tcp_closed;		/* utcp reported closed */
 	int tcp_err;
 	uint64_t tmr_at;		/* deadline the port timer knows */
+	uint64_t cnt_retrans, cnt_sacked;	/* utcp counters already added
+						 * to the slot's record */
 };
 
 /** xsk_conn_new() - a connection on @p (not yet in the table). */

@@ -240,7 +240,15 @@ static const struct utcp_ops conn_utcp_ops = {
  */
 static bool conn_after(struct xsk_conn *c)
 {
-	uint64_t d = utcp_next_deadline(c->tcp);
+	uint64_t d = utcp_next_deadline(c->tcp), rtx, sacked;
+
+	utcp_counters(c->tcp, &rtx, &sacked);
+	if (rtx != c->cnt_retrans || sacked != c->cnt_sacked) {
+		xsk_maps_count(&c->port->maps, c->port->slot,
+			       rtx - c->cnt_retrans, sacked - c->cnt_sacked);
+		c->cnt_retrans = rtx;
+		c->cnt_sacked = sacked;
+	}
 
 	if (c->tcp_closed && c->detached && !c->finished) {
 		c->finished = true;

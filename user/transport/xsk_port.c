@@ -201,6 +201,10 @@ static struct xsk_port *port_new(int ifindex)
 		return NULL;
 	}
 	p->nconns = CONN_TABLE;
+	/* not open yet: port_free() must not close fd 0 */
+	p->maps.prog_fd = p->maps.flows_fd = p->maps.listen_fd = -1;
+	p->maps.xsks_fd = p->maps.cnt_fd = p->maps.cfg_fd = -1;
+	p->maps.slot_cnt_fd = -1;
 	for (int i = 0; i < XSK_MAX_Q; i++) {
 		p->q[i].fd = -1;
 		p->slot_lock[i] = -1;

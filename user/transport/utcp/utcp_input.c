@@ -307,10 +307,16 @@ static void process_ack(struct utcp_conn *c, const struct utcp_seg *seg,
 		c->dupacks++;
 		c->st.dupacks_in++;
 	}
-	if (c->sack_ok)
+	if (c->sack_ok && o->nsack) {
+		uint32_t before = utcp_sb_sacked(&c->sb, c->snd_una, c->snd_max);
+
 		for (int i = 0; i < o->nsack; i++)
 			utcp_sb_add(&c->sb, c->snd_una, c->snd_max,
 				    o->sack_start[i], o->sack_end[i]);
+		before = utcp_sb_sacked(&c->sb, c->snd_una, c->snd_max) - before;
+		if ((int32_t)before > 0)
+			c->st.bytes_sacked += before;
+	}
 	if (c->tlp_n && seq_geq(c->snd_una, c->tlp_high))
 		c->tlp_n = 0;	/* the probes' episode is over */
 	utcp_lost_rtx_check(c);
