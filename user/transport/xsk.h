@@ -285,8 +285,6 @@ bool xsk_port_tx_room(struct xsk_port *p, uint32_t len);
  *  §3.10.7.1), to @src_mac. Never answers a RST. */
 void xsk_port_rst(struct xsk_port *p, const struct utcp_seg *s,
 		  const uint8_t *src_mac);
-/** xsk_port_poll() - receive now from any thread (see xsk_port.c). */
-uint32_t xsk_port_poll(struct xsk_port *p);
 /** xsk_port_flush() - kick the kernel to send submitted TX descriptors. */
 void xsk_port_flush(struct xsk_port *p);
 /** xsk_port_timer() - make sure the port timer fires by @deadline (ns). */

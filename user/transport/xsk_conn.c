@@ -574,14 +574,6 @@ static ssize_t op_recv(struct xiw_llp *l, struct iovec *iov, int n)
 
 	pthread_mutex_lock(&c->lock);
 	avail = (uint32_t)(c->r_head - c->r_tail);
-	if (!avail && !c->fin && !c->tcp_closed && !xiw_progress_is_self()) {
-		/* an app thread polling: take what the RX ring holds now
-		 * rather than wait for the progress thread (XIW_POLL_RX) */
-		pthread_mutex_unlock(&c->lock);
-		xsk_port_poll(c->port);
-		pthread_mutex_lock(&c->lock);
-		avail = (uint32_t)(c->r_head - c->r_tail);
-	}
 	if (!avail) {
 		ssize_t r = -EAGAIN;
 
