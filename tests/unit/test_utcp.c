@@ -600,6 +600,31 @@ static void test_transfer_clean(void **state)
 	link_free(l);
 }
 
+/*
+ * A sender held back by a small receive window is not using its
+ * congestion window: ACKs must not grow cwnd past what it could use
+ * (without this check cwnd grew to hundreds of MB on a veth, and a later
+ * loss then reduced nothing).
+ */
+static void test_cwnd_rwnd_limited(void **state)
+{
+	struct link *l = link_new(14, 8 << 20, 0);
+	struct utcp_info a;
+
+	(void)state;
+	l->ep[1].cfg.rcv_buf = 64 << 10;	/* 64 KiB receive window */
+	l->ep[0].cfg.snd_buf = 1 << 20;
+	link_start(l);
+	handshake(l);
+	transfer(l, 600000 * MS);
+	a = info(&l->ep[0]);
+	assert_int_equal(a.snd_acked, 8 << 20);
+	assert_int_equal(a.rto_fired, 0);
+	/* slow start stops at twice the flight, i.e. the 64 KiB window */
+	assert_true(a.cwnd <= 2 * (64u << 10) + 4 * a.smss);
+	link_free(l);
+}
+
 static void test_transfer_impaired(void **state)
 {
 	struct link *l = link_new(11, 4 << 20, 1 << 20);
@@ -1555,6 +1580,7 @@ int main(void)
 		cmocka_unit_test(test_synack_loss),
 		cmocka_unit_test(test_syn_give_up),
 		cmocka_unit_test(test_transfer_clean),
+		cmocka_unit_test(test_cwnd_rwnd_limited),
 		cmocka_unit_test(test_transfer_impaired),
 		cmocka_unit_test(test_seq_wrap),
 		cmocka_unit_test(test_window_scale),
