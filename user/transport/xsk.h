@@ -59,6 +59,7 @@
 #define XSK_MAX_PKT	(64u * 1024)	/* largest frame we reassemble */
 #define XSK_HASH	1024	/* 4-tuple hash buckets per port */
 #define XSK_REF_MIN	256u	/* smaller umem pieces are copied, not pointed at */
+#define XSK_BIND_WAIT_MS 1000	/* bind: how long a busy queue may stay busy */
 
 /* ------------------------------------------------------- xsk_umem.c --- */
 
