@@ -77,6 +77,15 @@ struct {
 	__type(value, struct xiw_xdp_cfg);
 } xiw_xdp_cfg SEC(".maps");
 
+/* per XSKMAP slot: steered here, and the owner's utcp counters */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, XIW_XDP_MAX_XSKS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct xiw_xdp_slot_cnt);
+} xiw_slot_cnt SEC(".maps");
+
 #define ETH_HLEN_	14
 #define IP4_HLEN	20
 #define IP6_HLEN	40
@@ -420,6 +429,12 @@ int xiw_xdp(struct xdp_md *ctx)
 		return pass();
 	}
 	count(XIW_XDP_CNT_STEERED);
+	{
+		struct xiw_xdp_slot_cnt *sc = bpf_map_lookup_elem(&xiw_slot_cnt, &slot);
+
+		if (sc)
+			__sync_fetch_and_add(&sc->steered, 1);
+	}
 	if (fl) {
 		steer_flow(ctx, &s, fl);
 	} else {

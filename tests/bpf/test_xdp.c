@@ -964,12 +964,16 @@ static void test_live_redirect(void **state)
 	uint32_t *fprod, *rprod, *rcons, i;
 	void *fmap, *rmap;
 	LIBBPF_OPTS(bpf_test_run_opts, o);
+	struct xiw_xdp_slot_cnt sc0, sc1;
+	uint32_t slot0 = 0;	/* rx queue 0 of the test run: XSK_BY_RXQ */
+	int scfd = bpf_map__fd(skel->maps.xiw_slot_cnt);
 	bool refused = false;
 	int err;
 
 	(void)state;
 	if (xsk_fd < 0)
 		skip();
+	assert_int_equal(bpf_map_lookup_elem(scfd, &slot0, &sc0), 0);
 	assert_int_equal(getsockopt(xsk_fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &olen), 0);
 	fill_len = off.fr.desc + 64 * sizeof(uint64_t);
 	rx_len = off.rx.desc + 64 * sizeof(struct xdp_desc);
@@ -1018,6 +1022,9 @@ static void test_live_redirect(void **state)
 	assert_int_equal(m.stag, 0xabcd);
 	assert_true(m.to == 77);
 	assert_int_equal(m.ulpdu_len, XIW_DDP_TAGGED_HDR + 200);
+	/* the slot's own steered counter (xiw_slot_cnt) counted it */
+	assert_int_equal(bpf_map_lookup_elem(scfd, &slot0, &sc1), 0);
+	assert_true(sc1.steered == sc0.steered + 1);
 	__atomic_store_n(rcons, __atomic_load_n(rcons, __ATOMIC_RELAXED) + 1,
 			 __ATOMIC_RELEASE);
 unmap:

@@ -35,6 +35,16 @@
 #   p2p       siw.peer_to_peer=1: rping with XIW_MPA_P2P=1 and =0 (an
 #             xiwarp server with XIW_MPA_P2P=0 must fail: siw as P2P
 #             initiator TERMINATEs a reply without P2P)
+#   xsk       siw defaults, the guest NIC without checksum/segmentation
+#             offloads (SIW_NIC_OPTS: utcp verifies every checksum and
+#             takes no GSO frames), xiw_xdp attached to the tap inside our
+#             namespace (xiwctl attach), xiwarp with XIW_TRANSPORT=xsk:
+#             utcp (AF_XDP) against the guest's Linux 6.1 TCP and siw.
+#             rping -v -V, xiwarp CRC off and on; the six perftests -R at
+#             64 KB; rdma_server/rdma_client. Each cell also needs the
+#             XDP "steered" counter to move and no xiwarp process to fall
+#             back to ksock. AF_XDP frames bypass the tap's packet
+#             capture, so these cells have no tshark/mpa_walk verdict.
 # Every rping cell (rping -v -V -C 100 -S 4096 on both ends) is captured
 # on the tap and judged: tshark decodes the MPA request/reply and every
 # FPDU as iwarp_ddp_rdmap, no malformed frames or expert errors, CRCs good
@@ -90,6 +100,7 @@ XIWRUN=$BUILD/bin/xiwrun
 REMERR=$BUILD/tests/interop/xiw_remerr
 QUICKCLOSE=$BUILD/tests/interop/xiw_quickclose
 QUICK_N=${XIW_INTEROP_QUICK_N:-25}
+XIWCTL=$BUILD/bin/xiwctl
 
 PEER=${XIW_SIW_PEER:-$ROOT/../shared/siw-peer}
 export SIW_CACHE=${SIW_CACHE:-/var/cache/xiwarp/siw-peer}
@@ -105,6 +116,7 @@ HIP=$SIW_HOST_IP GIP=$SIW_GUEST_IP
 RUNS=${XIW_INTEROP_RUNS:-1}
 FILTER=${XIW_INTEROP_FILTER:-}
 read -r -a XENV <<<"${XIW_INTEROP_XIWENV:-}"
+XENV0=("${XENV[@]}")
 BW_N=${XIW_INTEROP_BW_ITERS:-200}
 LAT_N=${XIW_INTEROP_LAT_ITERS:-100}
 PERF_TRIES=${XIW_INTEROP_PERF_TRIES:-1}
@@ -120,14 +132,17 @@ LOGS=${XIW_INTEROP_LOGS:-$BUILD/interop-logs}
 
 # ------------------------------------------------------------ cell list
 # "SET CELL" lines: the whole matrix, in run order.
-SETS=(default crcreq strict v1 p2p)
+SETS=(default crcreq strict v1 p2p xsk)
 declare -A APPEND=(
 	[default]=""
 	[crcreq]="siw.mpa_crc_required=1"
 	[strict]="siw.mpa_crc_strict=1"
 	[v1]="siw.mpa_version=1"
 	[p2p]="siw.peer_to_peer=1"
+	[xsk]=""
 )
+# the guest NIC of the xsk set: no offloads (full checksums, no GSO frames)
+XSK_NIC_OPTS=csum=off,gso=off,guest_csum=off,guest_tso4=off,guest_tso6=off
 cells_of() {
 	local set=$1 r p s
 	case $set in
@@ -194,6 +209,17 @@ cells_of() {
 		# the reply does not take up peer-to-peer mode
 		echo "rping/xiwsrv/siw-p2p1+xiw-p2p0(must-fail)"
 		;;
+	xsk)
+		# "xsk/" cells run xiwarp with XIW_TRANSPORT=xsk (run_cell)
+		for r in siwsrv xiwsrv; do
+			echo "xsk/rping/$r/crc-off"
+			echo "xsk/rping/$r/xiw-crc"
+		done
+		for p in ib_write_bw ib_read_bw ib_send_bw ib_write_lat ib_read_lat ib_send_lat; do
+			for r in siwsrv xiwsrv; do echo "xsk/perf/$r/$p-s65536"; done
+		done
+		for r in siwsrv xiwsrv; do echo "xsk/rdmacm/$r/rdma_server+client"; done
+		;;
 	esac
 }
 wanted() { [ -z "$FILTER" ] || grep -qE -- "$FILTER" <<<"$1"; }
@@ -215,7 +241,7 @@ command -v "${SIW_QEMU:-qemu-system-x86_64}" >/dev/null ||
 for p in rping ib_write_bw rdma_server tshark dumpcap python3; do
 	command -v $p >/dev/null || skip "$p not installed (need: bash scripts/deps.sh)"
 done
-for f in "$XIWRUN" "$REMERR" "$BUILD/lib/libibverbs.so.1"; do
+for f in "$XIWRUN" "$REMERR" "$XIWCTL" "$BUILD/lib/libibverbs.so.1"; do
 	[ -e "$f" ] || { echo "FAIL: $f missing: run 'make'"; exit 1; }
 done
 case $SIW_CACHE in "$ROOT"/* | "$(cd "$PEER" && pwd -P)"/*)
@@ -342,6 +368,7 @@ cap_start() { # PORT [SNAPLEN]: dumpcap on the tap for that port -> $CELLDIR/cap
 	return 1
 }
 cap_stop() {
+	[ -n "$CAPPID" ] || return 0
 	sleep 0.5
 	kill -INT "$CAPPID" 2>/dev/null
 	hwait "$CAPPID" 10 >/dev/null
@@ -368,6 +395,7 @@ perf_value() {
 }
 
 NPASS=0 NFAIL=0
+XSKCELL=0 CAP="" CAPPID=""
 FAILED=()
 RATES=()
 # The guest kernel's count of BUG/Oops lines; a cell during which it grew
@@ -488,7 +516,11 @@ cell_rping() { # ROLE
 	next_port
 	sargs=(-s -a "$([ "$role" = siwsrv ] && echo 0.0.0.0 || echo "$HIP")" -p "$PORT" -v -V -C "$RPING_C" -S "$RPING_S")
 	cargs=(-c -a "$([ "$role" = siwsrv ] && echo "$GIP" || echo "$HIP")" -p "$PORT" -v -V -C "$RPING_C" -S "$RPING_S")
-	cap_start "$PORT" || { result "$CUR" 1 "dumpcap did not start"; return; }
+	if [ "$XSKCELL" = 1 ]; then
+		CAPPID=""	# AF_XDP frames bypass the tap's packet capture
+	else
+		cap_start "$PORT" || { result "$CUR" 1 "dumpcap did not start"; return; }
+	fi
 	t0=$SECONDS
 	if [ "$role" = siwsrv ]; then
 		gbg srv "rping ${sargs[*]}" && glisten "$PORT" 30 || { cap_stop; result "$CUR" 1 "siw rping server did not listen"; return; }
@@ -534,8 +566,12 @@ cell_rping() { # ROLE
 	fi
 	[ "$n" = "$RPING_C" ] || why+="client printed $n of $RPING_C verified pings (rc $rc); "
 	[ "$srole" = 0 ] || why+="server exit $srole; "
-	analyze "$PORT" "$([ "$role" = siwsrv ] && echo c2s || echo s2c)" "$CRC"
-	why+=$WHY
+	if [ "$XSKCELL" = 1 ]; then
+		WIRE="no capture (AF_XDP)"
+	else
+		analyze "$PORT" "$([ "$role" = siwsrv ] && echo c2s || echo s2c)" "$CRC"
+		why+=$WHY
+	fi
 	if [ -z "$why" ]; then
 		result "$CUR" 0 "$n pings in ${dt}s; $WIRE"
 	else
@@ -551,7 +587,8 @@ cell_perf() { # ROLE PROG SIZE
 		rc=0 why=""
 		args=(-R -F -p "$PORT" -n "$n" -s "$size")
 		# headers only (snaplen 256), kept when the cell fails
-		cap_start "$PORT" 256 || echo "note: no capture for $CUR"
+		CAPPID=""
+		[ "$XSKCELL" = 1 ] || cap_start "$PORT" 256 || echo "note: no capture for $CUR"
 		if [ "$role" = siwsrv ]; then
 			gbg srv "$prog -d siw0 ${args[*]}" && glisten "$PORT" 30 || { why="siw $prog server did not listen"; continue; }
 			ns timeout "$T_CELL" env "${XENV[@]}" stdbuf -oL "$XIWRUN" "$prog" "${args[@]}" "$GIP" \
@@ -571,7 +608,7 @@ cell_perf() { # ROLE PROG SIZE
 		[ -z "$why" ] && break
 		[ $try = 1 ] && [ "$PERF_TRIES" -gt 1 ] && { cp "$CELLDIR/client.log" "$CELLDIR/client.try1.log"; retried=" (retried once: 1st try: ${why%; })"; }
 	done
-	[ -z "$why" ] && rm -f "$CAP"
+	[ -z "$why" ] && rm -f "${CAP:-}"
 	if [ -z "$why" ]; then
 		if [ "$kind" = bw ]; then
 			result "$CUR" 0 "$v MB/s$retried"
@@ -725,13 +762,45 @@ cell_close() { # MODE
 	fi
 }
 
+# xsk_steered: the xiw_xdp "steered" counter of our tap (empty: none)
+xsk_steered() {
+	ns "$XIWCTL" stat "$SIW_TAP" 2>/dev/null |
+		sed -n 's/.*all counters:.* steered=\([0-9]*\).*/\1/p' | head -n 1
+}
+
+# xsk_judge STEERED0: after an xsk cell that passed, the traffic must have
+# gone through AF_XDP (steered counter moved) and no xiwarp process may
+# have fallen back to kernel TCP; turns the cell's PASS into a FAIL if not
+xsk_judge() {
+	local s0=$1 s1 why="" f min=20
+	# rdma_server/rdma_client: a handshake, MPA, one SEND each way, close
+	case $CUR in */rdmacm/*) min=3 ;; esac
+	s1=$(xsk_steered)
+	[ -n "$s0" ] && [ -n "$s1" ] && [ $((s1 - s0)) -ge $min ] ||
+		why+="xiw_xdp steered ${s0:-?} -> ${s1:-?} frames (want >= $min more); "
+	for f in "$CELLDIR"/client.log "$CELLDIR"/server.log; do
+		[ -f "$f" ] || continue
+		grep -q 'use ksock (kernel TCP)' "$f" && why+="${f##*/}: fell back to ksock: $(grep -m1 'use ksock' "$f" | cut -c1-100); "
+	done
+	XSKWHY=$why XSKNOTE="steered $((${s1:-0} - ${s0:-0})) frames"
+}
+
 run_cell() { # CELL
-	local c=$1 role what
-	role=${c#*/}; role=${role%%/*}
-	what=${c##*/}
+	local c=$1 role what s0 line
 	CUR=$c
 	CELLDIR=$RUNDIR/$(printf '%s' "$c" | tr -c 'A-Za-z0-9_.+-' '_')
 	mkdir -p "$CELLDIR"
+	XENV=("${XENV0[@]}")
+	XSKCELL=0 CAP="" CAPPID=""
+	case $c in xsk/*)
+		XSKCELL=1
+		c=${c#xsk/}
+		XENV+=(XIW_TRANSPORT=xsk)
+		s0=$(xsk_steered)
+		;;
+	esac
+	role=${c#*/}; role=${role%%/*}
+	what=${c##*/}
 	case $c in
 	rping/*) cell_rping "$role" ;;
 	perf/*) cell_perf "$role" "${what%-s*}" "${what##*-s}" ;;
@@ -742,15 +811,44 @@ run_cell() { # CELL
 	term/*) cell_term "${what#remerr-}" ;;
 	close/*) cell_close "${what#quick-}" ;;
 	esac
+	[ "$XSKCELL" = 1 ] || return 0
+	line=$(cat "$CELLDIR/result" 2>/dev/null)
+	case $line in PASS*) ;; *) return 0 ;; esac
+	xsk_judge "$s0"
+	if [ -n "$XSKWHY" ]; then
+		# the cell ran, but not over AF_XDP + utcp: it fails
+		NPASS=$((NPASS - 1)) NFAIL=$((NFAIL + 1))
+		FAILED+=("$CUR")
+		line=$(printf 'FAIL  %-46s %s' "$CUR" "$XSKWHY")
+		echo "$line"
+		echo "$line" >"$CELLDIR/result"
+	else
+		echo "      $CUR: over AF_XDP: $XSKNOTE"
+	fi
 }
 
 boot() { # SET
 	GUEST_BUGS=0
 	local set=$1 args=(--restart --siwcmd none --accel "$SIW_ACCEL" --timeout 300) app
+	local nic=${SIW_NIC_OPTS:-}
 	app="${APPEND[$set]}${SIW_DEBUG:+ siw.dyndbg=+p}"
 	[ -n "$app" ] && args+=(--append "$app")
+	[ "$set" = xsk ] && nic=$XSK_NIC_OPTS
 	# 9>&-: the daemonized qemu must not inherit (and keep) the run lock
-	"$PEER/run.sh" "${args[@]}" >"$RUNDIR/boot-$set.log" 2>&1 9>&-
+	SIW_NIC_OPTS=$nic "$PEER/run.sh" "${args[@]}" >"$RUNDIR/boot-$set.log" 2>&1 9>&- || return 1
+	if [ "$set" = xsk ]; then
+		# xiw_xdp on the tap (it stays across guest reboots: the tap
+		# does; replace whatever an earlier boot left)
+		ns "$XIWCTL" detach "$SIW_TAP" >>"$RUNDIR/boot-$set.log" 2>&1
+		ns "$XIWCTL" attach "$SIW_TAP" >>"$RUNDIR/boot-$set.log" 2>&1 || {
+			echo "xiwctl attach $SIW_TAP failed" >>"$RUNDIR/boot-$set.log"
+			return 1
+		}
+	else
+		# a set after xsk: kernel TCP on the tap, no XDP program
+		ns "$XIWCTL" detach "$SIW_TAP" >/dev/null 2>&1
+	fi
+	return 0
 }
 
 # ------------------------------------------------------------ main

@@ -11,6 +11,8 @@
 #          each way at once, every byte verified (tests/netns/xiw_stream),
 #          both ends exit 0
 #   loss5  the same at 5 %; A connects to B (passive open on utcp)
+#          (loss1, loss5: `xiwctl stat` on B must show utcp's
+#          retransmitted segments and SACKed octets grow)
 #   zc     no impairment, 256 MiB each way, B sends zero-copy from
 #          xiw_alloc() buffers in the umem arena (xiw_stream -z): the
 #          transport must have referenced them and framed them in place
@@ -114,12 +116,20 @@ fwd_stop() {
 	fi
 }
 
+# utcp_cnt NAME: retransmitted|sacked_bytes from `xiwctl stat` on B
+utcp_cnt() {
+	xiw_in B "$XIWCTL" stat "$XIW_IF_B" 2>/dev/null |
+		sed -n "s/.*all counters:.* $1=\([0-9]*\).*/\1/p" | head -n 1
+}
+
 # stream_case NAME XSK_SIDE(A|B listens?) FWD_ARGS...
 #   $1 name, $2 "b-connects" or "a-connects", rest: forwarder options
 stream_case() {
 	local name=$1 how=$2 port=$((9600 + RANDOM % 300)) srv cli sl cl s_rc=0 c_rc=0 t
+	local r0 r1 k0 k1
 	shift 2
 	fwd_start "$name" "$@"
+	r0=$(utcp_cnt retransmitted) k0=$(utcp_cnt sacked_bytes)
 	t=$((600 * TMUL))
 	sl=$LOGDIR/$name.server.log
 	cl=$LOGDIR/$name.client.log
@@ -138,12 +148,16 @@ stream_case() {
 	fi
 	xiw_wait_pid "$srv" 30 || s_rc=$?
 	fwd_stop
-	local fw
+	r1=$(utcp_cnt retransmitted) k1=$(utcp_cnt sacked_bytes)
+	local fw cnt
 	fw=$(grep -o 'forwarded.*' "$FLOG" | tail -n 1)
-	if [ $s_rc = 0 ] && [ $c_rc = 0 ] && grep -q verified "$sl" && grep -q verified "$cl"; then
-		result "$name" 0 "$BYTES each way verified; $(grep -o 'MB/s [0-9.]*' "$cl") (both ways, client); fwd: $fw" "$sl" "$cl"
+	cnt="xiwctl stat: utcp retransmitted ${r0:-?} -> ${r1:-?} segments, SACKed ${k0:-?} -> ${k1:-?} octets"
+	if [ $s_rc = 0 ] && [ $c_rc = 0 ] && grep -q verified "$sl" && grep -q verified "$cl" &&
+		[ -n "$r0" ] && [ -n "$r1" ] && [ "$r1" -gt "$r0" ] &&
+		[ -n "$k0" ] && [ -n "$k1" ] && [ "$k1" -gt "$k0" ]; then
+		result "$name" 0 "$BYTES each way verified; $(grep -o 'MB/s [0-9.]*' "$cl") (both ways, client); fwd: $fw; $cnt" "$sl" "$cl"
 	else
-		result "$name" 1 "server exit $s_rc, client exit $c_rc; fwd: $fw" "$sl" "$cl" "$FLOG"
+		result "$name" 1 "server exit $s_rc, client exit $c_rc; fwd: $fw; $cnt (must grow)" "$sl" "$cl" "$FLOG"
 	fi
 }
 

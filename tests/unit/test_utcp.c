@@ -600,6 +600,31 @@ static void test_transfer_clean(void **state)
 	link_free(l);
 }
 
+/*
+ * A sender held back by a small receive window is not using its
+ * congestion window: ACKs must not grow cwnd past what it could use
+ * (without this check cwnd grew to hundreds of MB on a veth, and a later
+ * loss then reduced nothing).
+ */
+static void test_cwnd_rwnd_limited(void **state)
+{
+	struct link *l = link_new(14, 8 << 20, 0);
+	struct utcp_info a;
+
+	(void)state;
+	l->ep[1].cfg.rcv_buf = 64 << 10;	/* 64 KiB receive window */
+	l->ep[0].cfg.snd_buf = 1 << 20;
+	link_start(l);
+	handshake(l);
+	transfer(l, 600000 * MS);
+	a = info(&l->ep[0]);
+	assert_int_equal(a.snd_acked, 8 << 20);
+	assert_int_equal(a.rto_fired, 0);
+	/* slow start stops at twice the flight, i.e. the 64 KiB window */
+	assert_true(a.cwnd <= 2 * (64u << 10) + 4 * a.smss);
+	link_free(l);
+}
+
 static void test_transfer_impaired(void **state)
 {
 	struct link *l = link_new(11, 4 << 20, 1 << 20);
@@ -716,6 +741,8 @@ static void test_sack_single_loss(void **state)
 	a = info(&l->ep[0]);
 	assert_true(a.in_recovery);
 	assert_int_equal(a.fast_recoveries, 1);
+	/* the SACKed-octets counter is what the scoreboard holds so far */
+	assert_int_equal(a.bytes_sacked, e[0] - s[0]);
 	/* the receiver sent SACK blocks in its dup ACKs */
 	assert_true(l->ep[1].log[l->ep[1].nlog - 1].o.nsack >= 1);
 	assert_int_equal(l->ep[1].log[l->ep[1].nlog - 1].o.sack_start[0],
@@ -728,6 +755,8 @@ static void test_sack_single_loss(void **state)
 	assert_int_equal(a.snd_acked, 10 * smss);
 	assert_int_equal(a.sack_blocks, 0);
 	assert_false(a.in_recovery);
+	/* segments 4..10 at most were SACKed (each octet counted once) */
+	assert_true(a.bytes_sacked >= 3 * smss && a.bytes_sacked <= 7 * smss);
 	assert_memory_equal(l->ep[1].rdata, l->ep[0].sdata, 10 * smss);
 	link_free(l);
 }
@@ -1551,6 +1580,7 @@ int main(void)
 		cmocka_unit_test(test_synack_loss),
 		cmocka_unit_test(test_syn_give_up),
 		cmocka_unit_test(test_transfer_clean),
+		cmocka_unit_test(test_cwnd_rwnd_limited),
 		cmocka_unit_test(test_transfer_impaired),
 		cmocka_unit_test(test_seq_wrap),
 		cmocka_unit_test(test_window_scale),

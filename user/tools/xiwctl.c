@@ -73,8 +73,10 @@ static const char usage_stat[] =
 	"Show xiw_xdp on IF, or on every interface of this network namespace\n"
 	"that has it: attach mode, the counters summed over CPUs (steered,\n"
 	"passed, parsed, dropped, malformed and the rest), the connections in\n"
-	"the flow map and the listening ports. Retransmitted/SACKed columns\n"
-	"stay 0 until utcp (the user-space TCP) reports them.\n";
+	"the flow map and the listening ports. The retransmitted (segments)\n"
+	"and SACKed (octets) columns are utcp's, the user-space TCP of the\n"
+	"processes that own the AF_XDP sockets (they add them to the map\n"
+	"xiw_slot_cnt); they are cumulative since the program was loaded.\n";
 
 static bool want_help(int argc, char **argv)
 {

@@ -27,6 +27,7 @@ enum xiwctl_mode { XIWCTL_MODE_NONE, XIWCTL_MODE_NATIVE, XIWCTL_MODE_GENERIC,
  * @why:      when !@ours and @prog_id: what did not match.
  * @prog_fd, @flows_fd, @listen_fd, @xsks_fd, @cnt_fd, @cfg_fd: open fds
  *            (-1 when absent); xiwctl_att_close() closes them.
+ * @slot_cnt_fd: the per-slot counters (optional: -1 in an older build).
  */
 struct xiwctl_att {
 	int ifindex;
@@ -37,6 +38,7 @@ struct xiwctl_att {
 	bool ours;
 	char why[128];
 	int prog_fd, flows_fd, listen_fd, xsks_fd, cnt_fd, cfg_fd;
+	int slot_cnt_fd;
 };
 
 int xiwctl_att_query(const char *ifname, struct xiwctl_att *a);

@@ -31,7 +31,7 @@ const char *xiwctl_mode_name(enum xiwctl_mode m)
 void xiwctl_att_close(struct xiwctl_att *a)
 {
 	int *fds[] = { &a->prog_fd, &a->flows_fd, &a->listen_fd, &a->xsks_fd,
-		       &a->cnt_fd, &a->cfg_fd };
+		       &a->cnt_fd, &a->cfg_fd, &a->slot_cnt_fd };
 	size_t i;
 
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
@@ -102,14 +102,18 @@ int xiwctl_att_query(const char *ifname, struct xiwctl_att *a)
 		{ XIW_XDP_MAP_CNT, BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, &a->cnt_fd },
 		{ XIW_XDP_MAP_CFG, BPF_MAP_TYPE_ARRAY, 4,
 		  sizeof(struct xiw_xdp_cfg), &a->cfg_fd },
+		/* optional (last): older objects have no slot counters */
+		{ XIW_XDP_MAP_SLOT_CNT, BPF_MAP_TYPE_ARRAY, 4,
+		  sizeof(struct xiw_xdp_slot_cnt), &a->slot_cnt_fd },
 	};
+	const size_t nreq = sizeof(w) / sizeof(w[0]) - 1;
 	struct bpf_prog_info pi;
 	__u32 len = sizeof(pi), *ids = NULL, n, i;
 	int err;
 
 	memset(a, 0, sizeof(*a));
 	a->prog_fd = a->flows_fd = a->listen_fd = a->xsks_fd = -1;
-	a->cnt_fd = a->cfg_fd = -1;
+	a->cnt_fd = a->cfg_fd = a->slot_cnt_fd = -1;
 	snprintf(a->ifname, sizeof(a->ifname), "%s", ifname);
 	a->ifindex = (int)if_nametoindex(ifname);
 	if (!a->ifindex)
@@ -160,7 +164,7 @@ int xiwctl_att_query(const char *ifname, struct xiwctl_att *a)
 			take_map(ids[i], w, sizeof(w) / sizeof(w[0]), a);
 		free(ids);
 	}
-	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+	for (i = 0; i < nreq; i++) {
 		if (*w[i].fd < 0) {
 			if (!a->why[0])
 				snprintf(a->why, sizeof(a->why),

@@ -159,11 +159,33 @@ static int xsk_slots(int fd)
 	return (int)mi.max_entries;
 }
 
+/*
+ * Sum the per-slot counters (retransmitted segments and SACKed octets
+ * that the engines owning the slots add). 0, or -ENOENT without the map.
+ */
+static int read_slot_counters(int fd, __u64 *retrans, __u64 *sacked)
+{
+	struct xiw_xdp_slot_cnt sc;
+	__u32 i;
+
+	*retrans = *sacked = 0;
+	if (fd < 0)
+		return -ENOENT;
+	for (i = 0; i < XIW_XDP_MAX_XSKS; i++) {
+		if (bpf_map_lookup_elem(fd, &i, &sc))
+			break;
+		*retrans += sc.retrans;
+		*sacked += sc.sacked;
+	}
+	return 0;
+}
+
 /* Print everything about one attached xiw_xdp. 0 or -errno. */
 int xiwctl_stat_one(const struct xiwctl_att *a)
 {
 	struct xiw_xdp_cfg cfg = { 0 };
-	__u64 c[XIW_XDP_CNT_MAX];
+	__u64 c[XIW_XDP_CNT_MAX], rtx, sacked;
+	char rtxs[24] = "-", sackeds[24] = "-";
 	__u32 zero = 0, i;
 	int err;
 
@@ -184,20 +206,27 @@ int xiwctl_stat_one(const struct xiwctl_att *a)
 			a->ifname, strerror(-err));
 		return err;
 	}
-	printf("  %-10s %-10s %-10s %-10s %-10s %-10s %-10s\n", "steered",
-	       "passed", "parsed", "dropped", "malformed", "retransmit",
-	       "sacked");
-	printf("  %-10llu %-10llu %-10llu %-10llu %-10llu %-10s %-10s\n",
+	if (!read_slot_counters(a->slot_cnt_fd, &rtx, &sacked)) {
+		snprintf(rtxs, sizeof(rtxs), "%llu", (unsigned long long)rtx);
+		snprintf(sackeds, sizeof(sackeds), "%llu", (unsigned long long)sacked);
+	}
+	printf("  %-10s %-10s %-10s %-10s %-10s %-12s %-12s\n", "steered",
+	       "passed", "parsed", "dropped", "malformed", "retransmit*",
+	       "sacked(B)*");
+	printf("  %-10llu %-10llu %-10llu %-10llu %-10llu %-12s %-12s\n",
 	       (unsigned long long)c[XIW_XDP_CNT_STEERED],
 	       (unsigned long long)c[XIW_XDP_CNT_PASSED],
 	       (unsigned long long)c[XIW_XDP_CNT_PARSED],
 	       (unsigned long long)c[XIW_XDP_CNT_DROPPED],
-	       (unsigned long long)c[XIW_XDP_CNT_MALFORMED], "0*", "0*");
+	       (unsigned long long)c[XIW_XDP_CNT_MALFORMED], rtxs, sackeds);
 	printf("  all counters:");
 	for (i = 0; i < XIW_XDP_CNT_MAX; i++)
 		printf(" %s=%llu", cnt_name[i], (unsigned long long)c[i]);
-	printf("\n  * retransmitted/SACKed segments come from utcp (user-space "
-	       "TCP), not written yet\n");
+	printf(" retransmitted=%s sacked_bytes=%s", rtxs, sackeds);
+	printf("\n  * segments utcp (xiwarp's user-space TCP) retransmitted and "
+	       "octets its peers SACKed,\n    added by the processes owning "
+	       "the AF_XDP sockets (map %s; \"-\": an object without it)\n",
+	       XIW_XDP_MAP_SLOT_CNT);
 	printf("  AF_XDP socket slots (%s, one per RX queue): %d\n",
 	       XIW_XDP_MAP_XSKS, xsk_slots(a->xsks_fd));
 	print_flows(a->flows_fd);

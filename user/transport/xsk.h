@@ -59,6 +59,7 @@
 #define XSK_MAX_PKT	(64u * 1024)	/* largest frame we reassemble */
 #define XSK_HASH	1024	/* 4-tuple hash buckets per port */
 #define XSK_REF_MIN	256u	/* smaller umem pieces are copied, not pointed at */
+#define XSK_BIND_WAIT_MS 1000	/* bind: how long a busy queue may stay busy */
 
 /* ------------------------------------------------------- xsk_umem.c --- */
 
@@ -136,6 +137,10 @@ void xsk_cons_release(struct xsk_ring *r, uint32_t n);
 struct xsk_maps {
 	uint32_t prog_id;
 	int prog_fd, flows_fd, listen_fd, xsks_fd, cnt_fd, cfg_fd;
+	int slot_cnt_fd;	/* optional: per-slot counters (-1: none) */
+	struct xiw_xdp_slot_cnt *slot_cnt;	/* its mapping, or NULL */
+	size_t slot_cnt_len;
+	uint32_t slot_cnt_n;
 	uint32_t cfg_flags;	/* struct xiw_xdp_cfg.flags at open */
 	bool generic;		/* attached in generic (skb) mode */
 };
@@ -144,6 +149,10 @@ struct xsk_maps {
  *  or another program: @why says which), -errno. */
 int xsk_maps_open(int ifindex, struct xsk_maps *m, char *why, size_t whylen);
 void xsk_maps_close(struct xsk_maps *m);
+/** xsk_maps_count() - add utcp counters to XSKMAP slot @slot's record
+ *  (xiw_slot_cnt, mapped; no-op without it). Any thread. */
+void xsk_maps_count(const struct xsk_maps *m, uint32_t slot, uint64_t retrans,
+		    uint64_t sacked);
 /** xsk_slot_claim() - own XSKMAP slot @slot of program @prog_id in this
  *  process (an abstract unix socket per slot, released at exit).
  *  Return: the lock fd, or -EBUSY / -errno. */
@@ -277,8 +286,6 @@ bool xsk_port_tx_room(struct xsk_port *p, uint32_t len);
  *  §3.10.7.1), to @src_mac. Never answers a RST. */
 void xsk_port_rst(struct xsk_port *p, const struct utcp_seg *s,
 		  const uint8_t *src_mac);
-/** xsk_port_poll() - receive now from any thread (see xsk_port.c). */
-uint32_t xsk_port_poll(struct xsk_port *p);
 /** xsk_port_flush() - kick the kernel to send submitted TX descriptors. */
 void xsk_port_flush(struct xsk_port *p);
 /** xsk_port_timer() - make sure the port timer fires by @deadline (ns). */
@@ -350,6 +357,8 @@ struct xsk_conn {
 	bool tcp_closed;		/* utcp reported closed */
 	int tcp_err;
 	uint64_t tmr_at;		/* deadline the port timer knows */
+	uint64_t cnt_retrans, cnt_sacked;	/* utcp counters already added
+						 * to the slot's record */
 };
 
 /** xsk_conn_new() - a connection on @p (not yet in the table). */

@@ -240,7 +240,15 @@ static const struct utcp_ops conn_utcp_ops = {
  */
 static bool conn_after(struct xsk_conn *c)
 {
-	uint64_t d = utcp_next_deadline(c->tcp);
+	uint64_t d = utcp_next_deadline(c->tcp), rtx, sacked;
+
+	utcp_counters(c->tcp, &rtx, &sacked);
+	if (rtx != c->cnt_retrans || sacked != c->cnt_sacked) {
+		xsk_maps_count(&c->port->maps, c->port->slot,
+			       rtx - c->cnt_retrans, sacked - c->cnt_sacked);
+		c->cnt_retrans = rtx;
+		c->cnt_sacked = sacked;
+	}
 
 	if (c->tcp_closed && c->detached && !c->finished) {
 		c->finished = true;
@@ -566,14 +574,6 @@ static ssize_t op_recv(struct xiw_llp *l, struct iovec *iov, int n)
 
 	pthread_mutex_lock(&c->lock);
 	avail = (uint32_t)(c->r_head - c->r_tail);
-	if (!avail && !c->fin && !c->tcp_closed && !xiw_progress_is_self()) {
-		/* an app thread polling: take what the RX ring holds now
-		 * rather than wait for the progress thread (XIW_POLL_RX) */
-		pthread_mutex_unlock(&c->lock);
-		xsk_port_poll(c->port);
-		pthread_mutex_lock(&c->lock);
-		avail = (uint32_t)(c->r_head - c->r_tail);
-	}
 	if (!avail) {
 		ssize_t r = -EAGAIN;
 

@@ -74,8 +74,11 @@ static void lsn_add_port(struct xsk_listener *ls, int ifindex, bool say)
 		return;
 	p = xsk_port_for(ifindex, why, sizeof(why));
 	if (!p) {
-		if (say)
-			xiw_log(XIW_LOG_WARN, "XIW_TRANSPORT=xsk: listening on ifindex %d with kernel TCP only: %s",
+		/* a wildcard listener says nothing about interfaces without
+		 * the program; a failed set-up where it is attached (queue
+		 * busy, bind refused ...) must not pass silently */
+		if (say || strncmp(why, "no XDP program", 14))
+			xiw_log(XIW_LOG_WARN, "XIW_TRANSPORT=xsk: listening on ifindex %d with kernel TCP only: %s; its connections use ksock (kernel TCP)",
 				ifindex, why);
 		return;
 	}

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <linux/if_link.h>
@@ -80,6 +81,52 @@ static int prog_maps(struct xsk_maps *m, struct want *w, size_t nw)
 	return 0;
 }
 
+/* Map the per-slot counters (BPF_F_MMAPABLE array) if the object has
+ * them; the engine adds its utcp counters there (xsk_maps_count). */
+static void slot_cnt_map(struct xsk_maps *m)
+{
+	struct bpf_map_info mi;
+	__u32 len = sizeof(mi);
+	long pg = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	if (m->slot_cnt_fd < 0)
+		return;
+	memset(&mi, 0, sizeof(mi));
+	if (bpf_obj_get_info_by_fd(m->slot_cnt_fd, &mi, &len) ||
+	    !(mi.map_flags & BPF_F_MMAPABLE) || !mi.max_entries)
+		return;
+	m->slot_cnt_len = ((size_t)mi.max_entries * mi.value_size + (size_t)pg - 1) &
+			  ~((size_t)pg - 1);
+	p = mmap(NULL, m->slot_cnt_len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 m->slot_cnt_fd, 0);
+	if (p == MAP_FAILED) {
+		xiw_log(XIW_LOG_DEBUG, "xsk: mmap of %s: %s", XIW_XDP_MAP_SLOT_CNT,
+			strerror(errno));
+		return;
+	}
+	m->slot_cnt = p;
+	m->slot_cnt_n = mi.max_entries;
+}
+
+/**
+ * xsk_maps_count() - add @retrans segments and @sacked octets to the
+ * counters of XSKMAP slot @slot (xiwctl stat shows them). Any thread.
+ */
+void xsk_maps_count(const struct xsk_maps *m, uint32_t slot, uint64_t retrans,
+		    uint64_t sacked)
+{
+	struct xiw_xdp_slot_cnt *sc;
+
+	if (!m->slot_cnt || slot >= m->slot_cnt_n)
+		return;
+	sc = &m->slot_cnt[slot];
+	if (retrans)
+		__atomic_add_fetch(&sc->retrans, retrans, __ATOMIC_RELAXED);
+	if (sacked)
+		__atomic_add_fetch(&sc->sacked, sacked, __ATOMIC_RELAXED);
+}
+
 static void cfg_read(struct xsk_maps *m)
 {
 	struct xiw_xdp_cfg cfg = { 0 };
@@ -103,12 +150,16 @@ int xsk_maps_open(int ifindex, struct xsk_maps *m, char *why, size_t whylen)
 		{ XIW_XDP_MAP_CNT, BPF_MAP_TYPE_PERCPU_ARRAY, 4, 8, &m->cnt_fd },
 		{ XIW_XDP_MAP_CFG, BPF_MAP_TYPE_ARRAY, 4,
 		  sizeof(struct xiw_xdp_cfg), &m->cfg_fd },
+		/* optional (last): an older object has no slot counters */
+		{ XIW_XDP_MAP_SLOT_CNT, BPF_MAP_TYPE_ARRAY, 4,
+		  sizeof(struct xiw_xdp_slot_cnt), &m->slot_cnt_fd },
 	};
+	const size_t nreq = sizeof(w) / sizeof(w[0]) - 1;
 	int err;
 
 	memset(m, 0, sizeof(*m));
 	m->prog_fd = m->flows_fd = m->listen_fd = m->xsks_fd = -1;
-	m->cnt_fd = m->cfg_fd = -1;
+	m->cnt_fd = m->cfg_fd = m->slot_cnt_fd = -1;
 	err = bpf_xdp_query(ifindex, 0, &q);
 	if (err) {
 		snprintf(why, whylen, "bpf_xdp_query: %s", strerror(-err));
@@ -128,7 +179,7 @@ int xsk_maps_open(int ifindex, struct xsk_maps *m, char *why, size_t whylen)
 		return err;
 	}
 	err = prog_maps(m, w, sizeof(w) / sizeof(w[0]));
-	for (size_t i = 0; !err && i < sizeof(w) / sizeof(w[0]); i++)
+	for (size_t i = 0; !err && i < nreq; i++)
 		if (*w[i].fd < 0)
 			err = -ENOENT;
 	if (err) {
@@ -138,13 +189,18 @@ int xsk_maps_open(int ifindex, struct xsk_maps *m, char *why, size_t whylen)
 		return err;
 	}
 	cfg_read(m);
+	slot_cnt_map(m);
 	return 0;
 }
 
 void xsk_maps_close(struct xsk_maps *m)
 {
 	int *fds[] = { &m->prog_fd, &m->flows_fd, &m->listen_fd, &m->xsks_fd,
-		       &m->cnt_fd, &m->cfg_fd };
+		       &m->cnt_fd, &m->cfg_fd, &m->slot_cnt_fd };
+
+	if (m->slot_cnt)
+		munmap(m->slot_cnt, m->slot_cnt_len);
+	m->slot_cnt = NULL;
 
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] >= 0)

@@ -201,6 +201,10 @@ static struct xsk_port *port_new(int ifindex)
 		return NULL;
 	}
 	p->nconns = CONN_TABLE;
+	/* not open yet: port_free() must not close fd 0 */
+	p->maps.prog_fd = p->maps.flows_fd = p->maps.listen_fd = -1;
+	p->maps.xsks_fd = p->maps.cnt_fd = p->maps.cfg_fd = -1;
+	p->maps.slot_cnt_fd = -1;
 	for (int i = 0; i < XSK_MAX_Q; i++) {
 		p->q[i].fd = -1;
 		p->slot_lock[i] = -1;
@@ -991,28 +995,3 @@ static void port_rx_event(void *arg, uint32_t ev)
 	port_resume(p);
 }
 
-/**
- * xsk_port_poll() - receive what waits in the RX rings now, from any
- * thread (an application thread polling its CQ finds its bytes without
- * waiting for the progress thread to wake up: XIW_POLL_RX). Upcalls this
- * causes are queued to the progress thread. Never waits: if another
- * thread is receiving, returns 0.
- * Return: descriptors consumed.
- */
-uint32_t xsk_port_poll(struct xsk_port *p)
-{
-	uint32_t n = 0;
-
-	if (pthread_mutex_trylock(&p->rx_lock))
-		return 0;
-	for (int i = 0; i < p->nq; i++) {
-		uint32_t pos;
-
-		if (xsk_cons_avail(&p->q[i].rx, &pos))
-			n += rx_batch(p, &p->q[i]);
-	}
-	pthread_mutex_unlock(&p->rx_lock);
-	if (n)
-		xsk_port_flush(p);
-	return n;
-}

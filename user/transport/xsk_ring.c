@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -153,7 +154,26 @@ static int sock_bind(struct xsk_sock *s, int ifindex, bool shared, int share_fd,
 		sa.sxdp_flags |= XDP_SHARED_UMEM;
 		sa.sxdp_shared_umem_fd = (uint32_t)share_fd;
 	}
-	return bind(s->fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
+	/*
+	 * EBUSY: another socket holds the queue. Right after the process
+	 * that had it exits, the kernel still does (the pool is released by
+	 * deferred work): a process started just after another one found
+	 * the queue busy and silently used kernel TCP. Try again for up to
+	 * XSK_BIND_WAIT_MS before giving up.
+	 */
+	for (int waited = 0;; waited += 10) {
+		struct timespec ts = { 0, 10 * 1000000L };
+
+		if (!bind(s->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+			if (waited)
+				xiw_log(XIW_LOG_INFO, "xsk: ifindex %d queue %u was busy for %d ms (a socket being released)",
+					ifindex, s->queue, waited);
+			return 0;
+		}
+		if (errno != EBUSY || waited >= XSK_BIND_WAIT_MS)
+			return -errno;
+		nanosleep(&ts, NULL);
+	}
 }
 
 /* One attempt with @sg. Return: 0 or -errno (*step names what failed). */

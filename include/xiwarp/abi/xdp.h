@@ -24,6 +24,9 @@
  *   xiw_xsks    xskmap     __u32 slot (RX queue)     -> AF_XDP socket fd
  *   xiw_xdp_cnt percpu arr __u32 enum xiw_xdp_counter -> __u64
  *   xiw_xdp_cfg array      __u32 0                   -> struct xiw_xdp_cfg
+ *   xiw_slot_cnt array     __u32 slot (XSKMAP slot)  -> struct xiw_xdp_slot_cnt
+ *                          (BPF_F_MMAPABLE: the engine that owns a slot
+ *                          adds its TCP counters through a mapping)
  * A change of any layout bumps XIW_XDP_ABI_VERSION; user space also checks
  * the maps' key and value sizes against these structs before use.
  *
@@ -44,6 +47,7 @@
 #define XIW_XDP_MAP_XSKS	"xiw_xsks"
 #define XIW_XDP_MAP_CNT		"xiw_xdp_cnt"
 #define XIW_XDP_MAP_CFG		"xiw_xdp_cfg"
+#define XIW_XDP_MAP_SLOT_CNT	"xiw_slot_cnt"
 
 /* map sizes (max_entries) of the object as built */
 #define XIW_XDP_MAX_FLOWS	16384
@@ -180,6 +184,27 @@ enum xiw_xdp_counter {
 	XIW_XDP_CNT_MAX
 };
 
+/**
+ * struct xiw_xdp_slot_cnt - counters of one XSKMAP slot, i.e. of the
+ * AF_XDP socket (and so the process) that owns it; cumulative since the
+ * program was loaded, whoever owned the slot. xiwctl stat sums them.
+ * @steered: frames the program redirected to this slot (atomic add).
+ * @retrans: TCP segments the owner (utcp) retransmitted (atomic add by the
+ *           engine through its mapping of the map).
+ * @sacked:  octets the owner's peers newly SACKed (utcp's sender
+ *           scoreboard grew by them; atomic add by the engine).
+ * @rsvd:    zero.
+ *
+ * An object without this map (older build) simply has no such counters:
+ * user space treats the map as optional.
+ */
+struct xiw_xdp_slot_cnt {
+	__u64 steered;
+	__u64 retrans;
+	__u64 sacked;
+	__u64 rsvd;
+};
+
 /* struct xiw_xdp_cfg.flags */
 #define XIW_XDP_CFG_NO_PARSE	0x0001	/* steer only, never parse FPDUs */
 #define XIW_XDP_CFG_ZEROCOPY	0x0002	/* the operator asked for zero-copy
@@ -276,5 +301,6 @@ _Static_assert(sizeof(struct xiw_xdp_meta) == 32,
 	       "record v1 is 32 octets (older kernels' metadata limit)");
 _Static_assert(sizeof(struct xiw_xdp_flow_key) == 40, "flow key layout");
 _Static_assert(sizeof(struct xiw_xdp_flow) == 32, "flow value layout");
+_Static_assert(sizeof(struct xiw_xdp_slot_cnt) == 32, "slot counters layout");
 
 #endif /* XIWARP_ABI_XDP_H */

@@ -301,6 +301,13 @@ int utcp_input(struct utcp_conn *c, const uint8_t *pkt, size_t len, uint64_t now
 	return 0;
 }
 
+void utcp_counters(const struct utcp_conn *c, uint64_t *retrans,
+		   uint64_t *sacked)
+{
+	*retrans = c->st.segs_retrans;
+	*sacked = c->st.bytes_sacked;
+}
+
 void utcp_get_info(const struct utcp_conn *c, struct utcp_info *i)
 {
 	*i = c->st;

@@ -190,6 +190,7 @@ struct utcp_info {
 	uint64_t ooo_segs, ooo_drops;
 	uint64_t tlp_sent;		/* tail loss probes (RFC 8985 §7) */
 	uint64_t lost_rtx;		/* retransmissions found lost by SACK */
+	uint64_t bytes_sacked;		/* octets the peer newly SACKed */
 	unsigned int sack_blocks;	/* scoreboard ranges */
 };
 
@@ -264,6 +265,10 @@ uint64_t utcp_next_deadline(const struct utcp_conn *c);
 
 /** utcp_get_info() - fill @info. */
 void utcp_get_info(const struct utcp_conn *c, struct utcp_info *info);
+/** utcp_counters() - segments retransmitted and octets newly SACKed by
+ *  the peer so far (cheap: for per-call statistics). */
+void utcp_counters(const struct utcp_conn *c, uint64_t *retrans,
+		   uint64_t *sacked);
 /** utcp_state_name() - "ESTABLISHED", ... */
 const char *utcp_state_name(enum utcp_state s);
 /** utcp_sack_get() - copy up to @max scoreboard ranges (sender side:

@@ -253,6 +253,22 @@ static void process_data(struct utcp_conn *c, const struct utcp_seg *seg, uint64
 		c->t_delack = now + c->cfg.delack_ns;
 }
 
+/*
+ * Was the sender using its congestion window (RFC 7661's idea, as Linux's
+ * tcp_is_cwnd_limited)? Only then may an ACK grow it: a sender held back
+ * by the receive window or by the application would otherwise grow cwnd
+ * without bound (a 1 GiB transfer over a veth reached a cwnd of 655 MB),
+ * and a later loss, which reduces cwnd multiplicatively, would then not
+ * reduce the sending rate at all. Slow start: while cwnd < 2 x flight;
+ * congestion avoidance: flight within 3 segments of cwnd.
+ */
+static bool cwnd_limited(const struct utcp_conn *c, uint32_t flight, uint32_t smss)
+{
+	if (c->cwnd < c->ssthresh)
+		return c->cwnd < 2 * flight;
+	return flight + 3 * smss >= c->cwnd;
+}
+
 /* The ACK field (RFC 9293 §3.10.7.4 fifth) for synchronized states. */
 static void process_ack(struct utcp_conn *c, const struct utcp_seg *seg,
 			const struct utcp_opts *o, uint64_t now)
@@ -267,6 +283,7 @@ static void process_ack(struct utcp_conn *c, const struct utcp_seg *seg,
 		uint32_t dend = seq_min(ack, c->iss + 1 + (uint32_t)c->snd_queued);
 		uint32_t dacked = seq_gt(dend, dstart) ? dend - dstart : 0;
 		uint32_t acked = ack - c->snd_una;
+		uint32_t flight = c->snd_max - c->snd_una;	/* before this ACK */
 
 		rtt_from_ack(c, seg, o, now);
 		c->snd_una = ack;
@@ -294,7 +311,8 @@ static void process_ack(struct utcp_conn *c, const struct utcp_seg *seg,
 		} else {
 			if (c->rto_recovery && seq_geq(ack, c->recover))
 				c->rto_recovery = false;
-			c->cc->on_ack(c, acked, now);
+			if (cwnd_limited(c, flight, smss))
+				c->cc->on_ack(c, acked, now);
 		}
 	} else if (ack == c->snd_una && !wnd) {
 		/* the peer is alive and says "zero window": a stuck
@@ -307,10 +325,16 @@ static void process_ack(struct utcp_conn *c, const struct utcp_seg *seg,
 		c->dupacks++;
 		c->st.dupacks_in++;
 	}
-	if (c->sack_ok)
+	if (c->sack_ok && o->nsack) {
+		uint32_t before = utcp_sb_sacked(&c->sb, c->snd_una, c->snd_max);
+
 		for (int i = 0; i < o->nsack; i++)
 			utcp_sb_add(&c->sb, c->snd_una, c->snd_max,
 				    o->sack_start[i], o->sack_end[i]);
+		before = utcp_sb_sacked(&c->sb, c->snd_una, c->snd_max) - before;
+		if ((int32_t)before > 0)
+			c->st.bytes_sacked += before;
+	}
 	if (c->tlp_n && seq_geq(c->snd_una, c->tlp_high))
 		c->tlp_n = 0;	/* the probes' episode is over */
 	utcp_lost_rtx_check(c);
