@@ -687,7 +687,8 @@ static void listener_event(void *p, uint32_t ev)
 }
 
 static int listen_socket(const struct sockaddr *addr, int backlog,
-			 struct sockaddr_storage *bound)
+			 void (*pre)(const struct sockaddr_storage *, void *),
+			 void *pre_arg, struct sockaddr_storage *bound)
 {
 	socklen_t len = xiw_ksock_sa_len(addr);
 	struct sockaddr_storage b;
@@ -699,10 +700,14 @@ static int listen_socket(const struct sockaddr *addr, int backlog,
 	if (fd < 0)
 		return fd;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, addr, len) || listen(fd, backlog > 0 ? backlog : 128))
+	if (bind(fd, addr, len))
 		goto fail;
 	len = sizeof(b);
 	if (getsockname(fd, (struct sockaddr *)&b, &len))
+		goto fail;
+	if (pre)
+		pre(&b, pre_arg);
+	if (listen(fd, backlog > 0 ? backlog : 128))
 		goto fail;
 	if (bound)
 		*bound = b;
@@ -718,8 +723,18 @@ int xiw_ksock_listen(const struct sockaddr *addr, int backlog,
 		     struct xiw_ksock_listener **out,
 		     struct sockaddr_storage *bound)
 {
+	return xiw_ksock_listen_pre(addr, backlog, fn, arg, NULL, NULL, out,
+				    bound);
+}
+
+int xiw_ksock_listen_pre(const struct sockaddr *addr, int backlog,
+			 xiw_ksock_accept_fn fn, void *arg,
+			 void (*pre)(const struct sockaddr_storage *bound, void *pre_arg),
+			 void *pre_arg, struct xiw_ksock_listener **out,
+			 struct sockaddr_storage *bound)
+{
 	struct xiw_ksock_listener *ls;
-	int fd = listen_socket(addr, backlog, bound);
+	int fd = listen_socket(addr, backlog, pre, pre_arg, bound);
 	int err;
 
 	if (fd < 0)

@@ -53,6 +53,17 @@ int xiw_ksock_listen(const struct sockaddr *addr, int backlog,
 		     struct xiw_ksock_listener **out,
 		     struct sockaddr_storage *bound);
 
+/**
+ * xiw_ksock_listen_pre() - xiw_ksock_listen(), running @pre(@bound,
+ * @pre_arg) after bind() and before listen(): another transport can claim
+ * the port before the kernel accepts a SYN for it (xsk: steer the SYNs).
+ */
+int xiw_ksock_listen_pre(const struct sockaddr *addr, int backlog,
+			 xiw_ksock_accept_fn fn, void *arg,
+			 void (*pre)(const struct sockaddr_storage *bound, void *pre_arg),
+			 void *pre_arg, struct xiw_ksock_listener **out,
+			 struct sockaddr_storage *bound);
+
 /** xiw_ksock_adopt() - see ksock.c: an accepted @fd joins like a listener's. */
 int xiw_ksock_adopt(int fd, xiw_ksock_accept_fn fn, void *arg);
 

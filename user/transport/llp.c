@@ -81,27 +81,46 @@ struct xiw_llp_listener {
 	struct xsk_listener *xs;
 };
 
+struct llp_xsk_pre {
+	struct xiw_llp_listener *ls;
+	const struct sockaddr *addr;
+	xiw_llp_accept_fn fn;
+	void *arg;
+};
+
+/*
+ * Between the kernel listener's bind() and listen(): steer the port's
+ * SYNs to xsk first, so no client that saw the port listening (ss -ltn,
+ * a refused-connect retry) gets in over kernel TCP before xsk is ready.
+ */
+static void llp_xsk_pre(const struct sockaddr_storage *b, void *arg)
+{
+	struct llp_xsk_pre *x = arg;
+	uint16_t port = ntohs(b->ss_family == AF_INET6 ?
+			      ((const struct sockaddr_in6 *)b)->sin6_port :
+			      ((const struct sockaddr_in *)b)->sin_port);
+
+	x->ls->xs = xiw_xsk_listen(x->addr, port, x->fn, x->arg);
+}
+
 int xiw_llp_listen(const struct sockaddr *addr, int backlog,
 		   xiw_llp_accept_fn fn, void *arg,
 		   struct xiw_llp_listener **out, struct sockaddr_storage *bound)
 {
 	struct xiw_llp_listener *ls = calloc(1, sizeof(*ls));
+	struct llp_xsk_pre x = { ls, addr, fn, arg };
 	struct sockaddr_storage b;
 	int err;
 
 	if (!ls)
 		return -ENOMEM;
-	err = xiw_ksock_listen(addr, backlog, fn, arg, &ls->ks, &b);
+	err = xiw_ksock_listen_pre(addr, backlog, fn, arg,
+				   llp_transport() == LLP_XSK ? llp_xsk_pre : NULL,
+				   &x, &ls->ks, &b);
 	if (err) {
+		xiw_xsk_listener_close(ls->xs);
 		free(ls);
 		return err;
-	}
-	if (llp_transport() == LLP_XSK) {
-		uint16_t port = ntohs(b.ss_family == AF_INET6 ?
-				      ((struct sockaddr_in6 *)&b)->sin6_port :
-				      ((struct sockaddr_in *)&b)->sin_port);
-
-		ls->xs = xiw_xsk_listen(addr, port, fn, arg);
 	}
 	if (bound)
 		*bound = b;
