@@ -26,13 +26,14 @@
 
 /* ------------------------------------------------------- placement --- */
 
-/* Map [off, off+len) of an SGE list to iovecs. Return: count. */
 /* The sink SGEs of an ORQ entry: its WR's, in the SQ (tx_lock held). */
 static const struct ibv_sge *orq_sge(const struct xiw_qp *qp,
 				     const struct xiw_orqe *o)
 {
 	return qp->sq[o->sq_idx & qp->sq_mask].sge;
 }
+
+/* Map [off, off+len) of an SGE list to iovecs. Return: count. */
 
 static int sge_map(const struct ibv_sge *sge, uint32_t nsge, uint32_t off,
 		   uint32_t len, struct iovec *dst)
@@ -802,7 +803,11 @@ static int rx_app_bulk(struct xiw_qp *qp)
 
 static bool rx_stage_wanted(const struct xiw_qp *qp, size_t want)
 {
-	return want < XIW_RX_STAGE_SMALL &&
+	static int on = -1;	/* XIW_RX_STAGE=0: never (read in place) */
+
+	if (on < 0)
+		on = getenv("XIW_RX_STAGE") ? atoi(getenv("XIW_RX_STAGE")) != 0 : 1;
+	return on && want < XIW_RX_STAGE_SMALL &&
 	       qp->rx.hdr.payload_len < XIW_RX_STAGE_SMALL;
 }
 

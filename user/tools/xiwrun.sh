@@ -100,6 +100,11 @@ if ! command -v -- "$1" >/dev/null 2>&1; then
 	exit 127
 fi
 
+# The caller's LD_PRELOAD (e.g. rdma-core's librspreload.so) is for the
+# program only: in this script's own helpers (grep, ldd, awk) it would
+# load our libraries, sanitized ones without ASan first. Put back below.
+user_preload=${LD_PRELOAD:-}
+unset LD_PRELOAD
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # A sanitizer build (make SAN=1 -> build/san) links the ASan/UBSan runtime
@@ -112,20 +117,19 @@ if [ -z "${XIWRUN_NO_PRELOAD:-}" ] &&
 		awk '$1 ~ /^lib(asan|ubsan)\.so/ && $3 ~ /^\// { print $3 }' | sort)
 	pre=""
 	for l in $san_libs; do # sorted: libasan before libubsan; ASan first
-		case ":${LD_PRELOAD:-}:" in
+		case ":$user_preload:" in
 		*"/${l##*/}:"* | *":${l##*/}:"*) ;;
 		*) pre="$pre${pre:+:}$l" ;;
 		esac
 	done
-	if [ -n "$pre" ]; then
-		export LD_PRELOAD="$pre${LD_PRELOAD:+:$LD_PRELOAD}"
-	fi
+	user_preload="$pre${pre:+${user_preload:+:}}$user_preload"
 	export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"
 fi
 
 # The sockets layer goes after a sanitizer runtime (which must come first).
 if [ $sockets -eq 1 ]; then
-	export LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$libdir/libxiwsock.so"
+	user_preload="${user_preload:+$user_preload:}$libdir/libxiwsock.so"
 fi
+[ -n "$user_preload" ] && export LD_PRELOAD="$user_preload"
 
 exec "$@"
