@@ -34,7 +34,6 @@ static const struct ibv_sge *orq_sge(const struct xiw_qp *qp,
 }
 
 /* Map [off, off+len) of an SGE list to iovecs. Return: count. */
-
 static int sge_map(const struct ibv_sge *sge, uint32_t nsge, uint32_t off,
 		   uint32_t len, struct iovec *dst)
 {
