@@ -284,9 +284,14 @@ struct xiw_rx {
 	uint8_t tbuf[8];	/* pad + CRC */
 	uint8_t mbuf[XIW_RX_MARKER_SLOTS][4];	/* internal: markers being
 						 * received, by (pos/512) % 8 */
-	struct iovec dst[XIW_RX_MAX_DST];
+	/* payload pieces; one more than place() may fill: the payload's
+	 * last octet is received into @last and stored to @last_dst on its
+	 * own (xiw_rxf.c rx_hold_last) */
+	struct iovec dst[XIW_RX_MAX_DST + 1];
 	int ndst, dst_idx;
 	size_t dst_off;
+	uint8_t *last_dst;
+	uint8_t last;
 };
 
 /** xiw_rx_init() - reset @rx for a new FPDU stream (after the MPA reply). */
