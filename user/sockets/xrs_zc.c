@@ -261,9 +261,18 @@ int xrs_zc_rx_msg(struct xrs *rs, const struct xrs_msg *m)
 
 /* ------------------------------------------------------------ source --- */
 
+/*
+ * Our WRITEs into the peer's sink buffers have completed (or flushed).
+ * Not "or the connection is gone": the peer's DISCONNECT, sent after it
+ * took the data and our WRCOMPL, can arrive before the WRITE's own
+ * completion (in ack mode that waits for the TCP ACK); leaving then
+ * reported ECONNRESET for bytes the peer had (fork-after-accept under
+ * ASan, 2 runs in 10), and dropped the MR under a WR still in flight.
+ * The completion always comes: success, or a flush once the QP fails.
+ */
 static bool xz_write_done(struct xrs *rs)
 {
-	return rs->zc.wr_done == rs->zc.wr_seq || !(rs->state & xrs_connected);
+	return rs->zc.wr_done == rs->zc.wr_seq;
 }
 
 static bool xz_src_done(struct xrs *rs)
