@@ -88,7 +88,8 @@ void xiw_ksock_live_del(struct xiw_ksock_live *v)
 	pthread_mutex_unlock(&live_lock);
 }
 
-static uint64_t close_quiet_ns(void)
+/** xiw_xiw_close_quiet_ns() - see llp.h. */
+uint64_t xiw_close_quiet_ns(void)
 {
 	static int64_t ns = -1;
 
@@ -121,7 +122,7 @@ int xiw_ksock_drain(int fd)
 
 static bool quiet_since(uint64_t now, uint64_t last_rx_ns)
 {
-	return !last_rx_ns || now - last_rx_ns >= close_quiet_ns();
+	return !last_rx_ns || now - last_rx_ns >= xiw_close_quiet_ns();
 }
 
 static void linger_finish(struct linger_rec *r)
@@ -155,7 +156,7 @@ bool xiw_ksock_fin_hold(uint64_t last_rx_ns, bool eof, uint64_t *until_ns)
 	if (eof || quiet_since(now, last_rx_ns))
 		return false;
 	if (until_ns)
-		*until_ns = now + close_quiet_ns() * CLOSE_WAIT_MAX_FACTOR;
+		*until_ns = now + xiw_close_quiet_ns() * CLOSE_WAIT_MAX_FACTOR;
 	return true;
 }
 
@@ -171,7 +172,7 @@ bool xiw_ksock_linger_close(int fd, uint64_t last_rx_ns, bool eof)
 		return false;
 	r->fd = fd;
 	r->live.last_rx_ns = last_rx_ns;
-	r->until_ns = now + close_quiet_ns() * CLOSE_WAIT_MAX_FACTOR;
+	r->until_ns = now + xiw_close_quiet_ns() * CLOSE_WAIT_MAX_FACTOR;
 	xiw_ksock_live_add(&r->live);
 	xiw_progress_timer_arm(&r->timer, LINGER_TICK_MS, linger_tick, r);
 	return true;
@@ -201,7 +202,7 @@ static bool live_recent(uint64_t now)
  */
 __attribute__((destructor)) static void ksock_exit_linger(void)
 {
-	uint64_t end = xiw_ksock_coarse_ns() + close_quiet_ns() * CLOSE_WAIT_MAX_FACTOR;
+	uint64_t end = xiw_ksock_coarse_ns() + xiw_close_quiet_ns() * CLOSE_WAIT_MAX_FACTOR;
 	struct timespec nap = { 0, 1000000 };
 	uint64_t now;
 

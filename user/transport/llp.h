@@ -327,4 +327,11 @@ void xiw_llp_listener_close(struct xiw_llp_listener *ls);
 /** xiw_llp_sa_len() - sockaddr length for @sa's family (0 if unknown). */
 socklen_t xiw_llp_sa_len(const struct sockaddr *sa);
 
+/**
+ * xiw_close_quiet_ns() - XIW_CLOSE_QUIET_MS (default 50; 0: off) in ns:
+ * a closing stream holds its FIN while the peer sent something less than
+ * this long ago, at most 4 times this long (ksock_linger.c says why).
+ */
+uint64_t xiw_close_quiet_ns(void);
+
 #endif /* XIW_LLP_H */

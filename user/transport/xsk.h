@@ -330,6 +330,10 @@ struct xsk_conn {
 	bool connecting, paused, app_read, want_write, dead, detached;
 	bool eof_seen;			/* recv returned 0 */
 	bool fin_queued;		/* utcp_close() called */
+	bool released;			/* the owner closed it (conn_detach) */
+	bool fin_held;			/* FIN waits for the peer's quiet */
+	uint64_t fin_by;		/* ... at the latest until then (ns) */
+	uint64_t last_rx_ns;		/* last payload from the peer */
 	bool finished;			/* out of the table */
 	bool tx_blocked;		/* @fill found no TX frame */
 	uint64_t tx_lost;		/* segments without a TX frame */

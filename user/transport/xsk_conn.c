@@ -164,6 +164,11 @@ static void cb_deliver(void *ctx, uint64_t off, const uint8_t *data, uint32_t le
 		c->fin = true;
 		return;
 	}
+	c->last_rx_ns = xiw_now_ns();
+	if (c->released) {	/* nobody reads: drop it, keep the window open */
+		utcp_recved(c->tcp, len, c->last_rx_ns);
+		return;
+	}
 	if (len > room) {	/* cannot happen: the window is the ring */
 		xiw_log(XIW_LOG_ERROR, "xsk: receive ring overrun (%u > %u)", len, room);
 		len = room;
@@ -234,13 +239,49 @@ static const struct utcp_ops conn_utcp_ops = {
 /* ------------------------------------------------------------ common --- */
 
 /*
+ * Closing gently (as ksock_linger.c, whose comment says why): after the
+ * owner let go, bytes nobody will read are dropped and acknowledged, not
+ * answered with RST, and the FIN waits while the peer sent something less
+ * than XIW_CLOSE_QUIET_MS ago, until its own FIN, or 4 x that time.
+ */
+#define FIN_TICK_NS	(5ull * 1000000ull)
+
+static bool fin_may_go(const struct xsk_conn *c, uint64_t now)
+{
+	return c->fin || now >= c->fin_by ||
+	       now - c->last_rx_ns >= xiw_close_quiet_ns();
+}
+
+/* lock held: send a held FIN once the peer has been quiet. */
+static void fin_release(struct xsk_conn *c, uint64_t now)
+{
+	if (!c->fin_held || c->tcp_closed || !fin_may_go(c, now))
+		return;
+	c->fin_held = false;
+	c->fin_queued = true;
+	utcp_close(c->tcp, now);
+}
+
+/* lock held: the next time the port timer must look at @c (ns). */
+static uint64_t conn_deadline(const struct xsk_conn *c)
+{
+	uint64_t d = utcp_next_deadline(c->tcp);
+
+	if (c->detached && !c->tcp_closed && c->orphan_at < d)
+		d = c->orphan_at;
+	if (c->fin_held && !c->tcp_closed && xiw_now_ns() + FIN_TICK_NS < d)
+		d = xiw_now_ns() + FIN_TICK_NS;
+	return d;
+}
+
+/*
  * lock held, after any utcp call: leave the table once TCP is done and
  * nobody owns the connection; pull the port timer to the next deadline.
  * Return: true when the table reference must be dropped (after unlock).
  */
 static bool conn_after(struct xsk_conn *c)
 {
-	uint64_t d = utcp_next_deadline(c->tcp), rtx, sacked;
+	uint64_t d, rtx, sacked;
 
 	utcp_counters(c->tcp, &rtx, &sacked);
 	if (rtx != c->cnt_retrans || sacked != c->cnt_sacked) {
@@ -250,6 +291,7 @@ static bool conn_after(struct xsk_conn *c)
 		c->cnt_sacked = sacked;
 	}
 
+	d = conn_deadline(c);
 	if (c->tcp_closed && c->detached && !c->finished) {
 		c->finished = true;
 		if (c->flow_added)
@@ -261,8 +303,6 @@ static bool conn_after(struct xsk_conn *c)
 		c->port_fd = -1;
 		return true;
 	}
-	if (c->detached && !c->tcp_closed && c->orphan_at < d)
-		d = c->orphan_at;
 	xsk_port_timer(c->port, d);
 	return false;
 }
@@ -327,9 +367,8 @@ uint64_t xsk_conn_tick(struct xsk_conn *c, uint64_t now)
 		utcp_abort(c->tcp, now);	/* peer never finished the close */
 	else if (utcp_next_deadline(c->tcp) <= now)
 		utcp_tick(c->tcp, now);
-	d = utcp_next_deadline(c->tcp);
-	if (c->detached && !c->tcp_closed && c->orphan_at < d)
-		d = c->orphan_at;
+	fin_release(c, now);
+	d = conn_deadline(c);
 	conn_unlock_noev(c);
 	return d;
 }
@@ -362,7 +401,7 @@ bool xsk_conn_unacked(struct xsk_conn *c)
 
 	pthread_mutex_lock(&c->lock);
 	utcp_get_info(c->tcp, &info);
-	busy = !c->tcp_closed && (c->sq.queued != c->sq.acked ||
+	busy = !c->tcp_closed && (c->sq.queued != c->sq.acked || c->fin_held ||
 				  (c->fin_queued && info.snd_una != info.snd_max));
 	pthread_mutex_unlock(&c->lock);
 	return busy;
@@ -649,15 +688,17 @@ static void op_app_read(struct xiw_llp *l, bool on)
 static int op_shutdown(struct xiw_llp *l)
 {
 	struct xsk_conn *c = C(l);
-	int err = 0;
 
 	pthread_mutex_lock(&c->lock);
-	if (!c->tcp_closed && !c->fin_queued) {
-		c->fin_queued = true;
-		err = utcp_close(c->tcp, xiw_now_ns());
+	if (!c->tcp_closed && !c->fin_queued && !c->fin_held) {
+		uint64_t now = xiw_now_ns();
+
+		c->fin_held = true;	/* no FIN while the peer is talking */
+		c->fin_by = now + xiw_close_quiet_ns() * 4;
+		fin_release(c, now);
 	}
 	conn_unlock(c);
-	return err == -ENOTCONN ? 0 : err;
+	return 0;
 }
 
 static void op_abort(struct xiw_llp *l)
@@ -701,6 +742,7 @@ static void conn_detach(void *arg)
 	c->cb = NULL;
 	c->arg = NULL;
 	c->detached = true;
+	c->released = true;
 	c->dead = true;
 	c->ev &= XSK_EV_ACCEPT;
 	if (c->resolving) {
@@ -715,13 +757,20 @@ static void conn_detach(void *arg)
 
 		utcp_get_info(c->tcp, &info);
 		st = info.state;
-		/* unread input or no connection yet: RST (as close(2) does) */
-		if (c->r_head != c->r_tail || st == UTCP_SYN_SENT ||
-		    st == UTCP_CLOSED || st == UTCP_LISTEN) {
+		/* no connection yet: RST (as close(2) does) */
+		if (st == UTCP_SYN_SENT || st == UTCP_CLOSED ||
+		    st == UTCP_LISTEN) {
 			utcp_abort(c->tcp, now);
-		} else if (!c->fin_queued) {
-			c->fin_queued = true;
-			utcp_close(c->tcp, now);
+		} else {
+			/* unread bytes are dropped, not answered with RST */
+			if (c->r_head != c->r_tail)
+				utcp_recved(c->tcp, (uint32_t)(c->r_head - c->r_tail), now);
+			c->r_tail = c->r_head;
+			if (!c->fin_queued && !c->fin_held) {
+				c->fin_held = true;
+				c->fin_by = now + xiw_close_quiet_ns() * 4;
+				fin_release(c, now);
+			}
 		}
 	}
 	conn_unlock(c);
