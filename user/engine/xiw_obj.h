@@ -707,6 +707,14 @@ void xiw_txack_wake(void);
 /* ---- xiw_qp_rq.c: the RQ and its CQE credits (rq_lock) ---- */
 
 /**
+ * xiw_rqe_fill() - check a receive WR and copy it into @e (RQ and SRQ):
+ * at most @max_sge SGEs, each a local-write range of an MR of @pd, 2 GB
+ * in all. Return: 0, or -EINVAL.
+ */
+int xiw_rqe_fill(struct xiw_pd *pd, uint32_t max_sge,
+		 const struct ibv_recv_wr *wr, struct xiw_rqe *e);
+
+/**
  * xiw_rq_take() - a message starts landing (its first FPDU): copy the RQ
  * head WR to *@out, with a CQE slot of the receive CQ reserved for it
  * (seed 002; kept by the head WR until it completes or is flushed).

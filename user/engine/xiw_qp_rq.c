@@ -18,17 +18,18 @@
 #include <errno.h>
 #include "xiw_obj.h"
 
-static int rqe_fill(struct xiw_qp *qp, const struct ibv_recv_wr *wr,
-		    struct xiw_rqe *e)
+/** xiw_rqe_fill() - see xiw_obj.h. */
+int xiw_rqe_fill(struct xiw_pd *pd, uint32_t max_sge,
+		 const struct ibv_recv_wr *wr, struct xiw_rqe *e)
 {
 	uint64_t len = 0;
 
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_recv_sge)
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
 		return -EINVAL;
 	for (int i = 0; i < wr->num_sge; i++) {
 		const struct ibv_sge *s = &wr->sg_list[i];
 
-		if (xiw_mr_check(s->lkey, qp->pd, IBV_ACCESS_LOCAL_WRITE,
+		if (xiw_mr_check(s->lkey, pd, IBV_ACCESS_LOCAL_WRITE,
 				 s->addr, s->length, false, NULL))
 			return -EINVAL;
 		e->sge[i] = *s;
@@ -96,7 +97,7 @@ int xiw_post_recv(struct xiw_qp *qp, struct ibv_recv_wr *wr,
 		struct xiw_rqe *e = &qp->rq[qp->rq_head & qp->rq_mask];
 
 		ret = atomic_load(&qp->state) == IBV_QPS_RESET ? -EINVAL :
-		      rqe_fill(qp, wr, e);
+		      xiw_rqe_fill(qp->pd, qp->max_recv_sge, wr, e);
 		if (!ret && qp->rq_head - qp->rq_tail >= qp->rq_max)
 			ret = -ENOMEM;
 		if (ret)

@@ -156,30 +156,6 @@ int xiw_srq_query(struct xiw_srq *srq, struct ibv_srq_attr *attr)
 	return 0;
 }
 
-static int srqe_fill(struct xiw_srq *srq, const struct ibv_recv_wr *wr,
-		     struct xiw_rqe *e)
-{
-	uint64_t len = 0;
-
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge)
-		return -EINVAL;
-	for (int i = 0; i < wr->num_sge; i++) {
-		const struct ibv_sge *s = &wr->sg_list[i];
-
-		if (xiw_mr_check(s->lkey, srq->pd, IBV_ACCESS_LOCAL_WRITE,
-				 s->addr, s->length, false, NULL))
-			return -EINVAL;
-		e->sge[i] = *s;
-		len += s->length;
-	}
-	if (len > INT32_MAX)
-		return -EINVAL;
-	e->wr_id = wr->wr_id;
-	e->num_sge = wr->num_sge;
-	e->len = (uint32_t)len;
-	return 0;
-}
-
 /**
  * xiw_post_srq_recv() - post receive WRs to @srq; QPs waiting for one
  * are resumed. Never blocks.
@@ -196,7 +172,8 @@ int xiw_post_srq_recv(struct xiw_srq *srq, struct ibv_recv_wr *wr,
 	pthread_mutex_lock(&srq->lock);
 	for (; wr; wr = wr->next) {
 		ret = srq->head - srq->tail >= srq->max ? -ENOMEM :
-		      srqe_fill(srq, wr, &srq->rq[srq->head & srq->mask]);
+		      xiw_rqe_fill(srq->pd, srq->max_sge, wr,
+				   &srq->rq[srq->head & srq->mask]);
 		if (ret)
 			break;
 		srq->head++;

@@ -334,6 +334,7 @@ struct xsk_conn {
 	bool fin_held;			/* FIN waits for the peer's quiet */
 	uint64_t fin_by;		/* ... at the latest until then (ns) */
 	uint64_t last_rx_ns;		/* last payload from the peer */
+	uint64_t in_now;		/* time of the input utcp runs */
 	bool finished;			/* out of the table */
 	bool tx_blocked;		/* @fill found no TX frame */
 	uint64_t tx_lost;		/* segments without a TX frame */

@@ -164,7 +164,7 @@ static void cb_deliver(void *ctx, uint64_t off, const uint8_t *data, uint32_t le
 		c->fin = true;
 		return;
 	}
-	c->last_rx_ns = xiw_now_ns();
+	c->last_rx_ns = c->in_now;	/* no clock read per segment */
 	if (c->released) {	/* nobody reads: drop it, keep the window open */
 		utcp_recved(c->tcp, len, c->last_rx_ns);
 		return;
@@ -353,7 +353,8 @@ void xsk_conn_input(struct xsk_conn *c, const uint8_t *ip, size_t len,
 {
 	(void)src_mac;
 	pthread_mutex_lock(&c->lock);
-	if (utcp_input(c->tcp, ip, len, xiw_now_ns()) == -EBADMSG)
+	c->in_now = xiw_now_ns();
+	if (utcp_input(c->tcp, ip, len, c->in_now) == -EBADMSG)
 		c->port->rx_bad++;
 	conn_unlock_noev(c);
 }
@@ -380,7 +381,8 @@ void xsk_conn_listen_input(struct xsk_conn *c, const uint8_t *ip, size_t len)
 	c->detached = true;
 	c->orphan_at = xiw_now_ns() + ORPHAN_NS;
 	utcp_listen(c->tcp);
-	utcp_input(c->tcp, ip, len, xiw_now_ns());
+	c->in_now = xiw_now_ns();
+	utcp_input(c->tcp, ip, len, c->in_now);
 	conn_unlock_noev(c);
 }
 

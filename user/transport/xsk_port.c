@@ -325,6 +325,19 @@ static void xsk_linger(void)
 	pthread_mutex_unlock(&reg.lock);
 }
 
+/* Connection @i of @p with a reference taken (xsk_conn_put), or NULL. */
+static struct xsk_conn *port_conn_ref(struct xsk_port *p, uint32_t i)
+{
+	struct xsk_conn *c;
+
+	pthread_mutex_lock(&p->tbl_lock);
+	c = p->conns[i];
+	if (c)
+		xsk_conn_get(c);
+	pthread_mutex_unlock(&p->tbl_lock);
+	return c;
+}
+
 /* A connection of @p still has unacknowledged data or FIN. */
 bool xsk_port_busy(struct xsk_port *p)
 {
@@ -333,11 +346,7 @@ bool xsk_port_busy(struct xsk_port *p)
 	for (uint32_t i = 1; i < p->nconns && !busy; i++) {
 		struct xsk_conn *c;
 
-		pthread_mutex_lock(&p->tbl_lock);
-		c = p->conns[i];
-		if (c)
-			xsk_conn_get(c);
-		pthread_mutex_unlock(&p->tbl_lock);
+		c = port_conn_ref(p, i);
 		if (!c)
 			continue;
 		busy = xsk_conn_unacked(c);
@@ -529,11 +538,7 @@ static bool port_resume(struct xsk_port *p)
 	for (uint32_t i = 1; i < p->nconns; i++) {
 		struct xsk_conn *c;
 
-		pthread_mutex_lock(&p->tbl_lock);
-		c = p->conns[i];
-		if (c)
-			xsk_conn_get(c);
-		pthread_mutex_unlock(&p->tbl_lock);
+		c = port_conn_ref(p, i);
 		if (!c)
 			continue;
 		xsk_conn_tx_resume(c);
@@ -743,11 +748,7 @@ static void port_tmr_event(void *arg, uint32_t ev)
 		struct xsk_conn *c;
 		uint64_t d;
 
-		pthread_mutex_lock(&p->tbl_lock);
-		c = p->conns[i];
-		if (c)
-			xsk_conn_get(c);
-		pthread_mutex_unlock(&p->tbl_lock);
+		c = port_conn_ref(p, i);
 		if (!c)
 			continue;
 		d = xsk_conn_tick(c, now);
