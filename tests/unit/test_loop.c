@@ -448,6 +448,116 @@ static void test_small_burst(void **state)
 	assert_true(qp_batchless(&srv));
 }
 
+/* Spin until @s's buffer at @off holds @v (10 s), polling no CQ. */
+static void wait_byte(struct side *s, uint32_t off, uint8_t v)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (__atomic_load_n(&s->buf[off], __ATOMIC_ACQUIRE) != v) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 10)
+			fail_msg("%s: byte at %u never became %#x", s->name,
+				 off, v);
+		usleep(20);
+	}
+}
+
+/* Wait until @s's last send (MPA, RTR, the RTR nudges) is @ns old. */
+static void quiet(struct side *s, uint64_t ns)
+{
+	for (int i = 0; i < 500; i++) {
+		if (xiw_now_ns() - __atomic_load_n(&s->qp->tx_last_ns,
+						   __ATOMIC_RELAXED) > ns + 1000000)
+			return;
+		usleep(10 * 1000);
+	}
+	fail_msg("%s: still sending after 5 s", s->name);
+}
+
+static uint64_t tx_calls(const struct side *s)
+{
+	return __atomic_load_n(&s->qp->tx_calls, __ATOMIC_RELAXED);
+}
+
+static bool corked(const struct side *s)
+{
+	return atomic_load(&s->qp->cork_since_ns) != 0;
+}
+
+/* @n 64-byte WRITEs from @a's slots [@first, +@n) to the same slots of
+ * @b's sink, one post each. */
+static void cork_writes(struct side *a, struct side *b, int first, int n,
+			bool expect_held)
+{
+	for (int i = first; i < first + n; i++) {
+		post(a, 500 + i, IBV_WR_RDMA_WRITE, i * 64, 64, 1,
+		     IOVA_BASE + SINK + i * 64, b->mr->ibv.rkey, 0);
+		if (expect_held && !corked(a))
+			fail_msg("%s: WRITE %d of a burst was sent at once",
+				 a->name, i);
+	}
+}
+
+/*
+ * TX corking (xiw_txcork.c), with a 200 ms window so that no timing of a
+ * loaded machine decides: a lone WR goes out in its post; the rest of a
+ * burst waits for the poll and goes in one or two sendmsg calls; a reply
+ * to bytes from the peer is never held; a burst nobody polls for goes
+ * out by the backstop; every byte lands where its WR says.
+ */
+static void test_cork(void **state)
+{
+	struct xiw_txcfg *cfg = (struct xiw_txcfg *)xiw_tx_config();
+	uint64_t win = cfg->cork_ns, calls;
+	enum { N = 24 };
+
+	(void)state;
+	cfg->cork_ns = 200ull * 1000000;
+	quiet(&cli, cfg->cork_ns);
+	quiet(&srv, cfg->cork_ns);
+	fill(cli.buf, (N + 8) * 64, 41);
+	fill(srv.buf, (N + 8) * 64, 42);
+	memset(srv.buf + SINK, 0, (N + 8) * 64);
+	memset(cli.buf + SINK, 0, (N + 8) * 64);
+	calls = tx_calls(&cli);
+	cork_writes(&cli, &srv, 0, 1, false);	/* lone: sent in the post */
+	assert_false(corked(&cli));
+	assert_int_equal(tx_calls(&cli), calls + 1);
+	cork_writes(&cli, &srv, 1, N - 1, true);
+	assert_int_equal(tx_calls(&cli), calls + 1);
+	for (int i = 0; i < N; i++)	/* the poll sends them */
+		expect_wc(cli.scq, 500 + i, IBV_WC_RDMA_WRITE, 0);
+	assert_false(corked(&cli));
+	assert_in_range(tx_calls(&cli), calls + 2, calls + 3);
+	wait_byte(&srv, SINK + N * 64 - 1, cli.buf[N * 64 - 1]);
+	assert_memory_equal(srv.buf + SINK, cli.buf, N * 64);
+
+	/* ping-pong inside the window: each reply follows the peer's bytes */
+	cork_writes(&srv, &cli, N, 1, false);
+	wait_byte(&cli, SINK + N * 64 + 63, srv.buf[N * 64 + 63]);
+	cork_writes(&cli, &srv, N + 1, 1, false);
+	assert_false(corked(&cli));
+	wait_byte(&srv, SINK + N * 64 + 127, cli.buf[N * 64 + 127]);
+	cork_writes(&srv, &cli, N + 2, 1, false);
+	assert_false(corked(&srv));
+	wait_byte(&cli, SINK + N * 64 + 191, srv.buf[N * 64 + 191]);
+
+	/* nobody polls: the backstop (5 windows) sends the held burst; its
+	 * first WR follows the peer's bytes and goes at once */
+	cork_writes(&cli, &srv, N + 3, 1, false);
+	cork_writes(&cli, &srv, N + 4, 3, true);
+	wait_byte(&srv, SINK + (N + 7) * 64 - 1, cli.buf[(N + 7) * 64 - 1]);
+	assert_memory_equal(srv.buf + SINK + (N + 3) * 64,
+			    cli.buf + (N + 3) * 64, 4 * 64);
+	expect_wc(cli.scq, 500 + N + 1, IBV_WC_RDMA_WRITE, 0);
+	for (int i = N + 3; i < N + 7; i++)
+		expect_wc(cli.scq, 500 + i, IBV_WC_RDMA_WRITE, 0);
+	expect_wc(srv.scq, 500 + N, IBV_WC_RDMA_WRITE, 0);
+	expect_wc(srv.scq, 500 + N + 2, IBV_WC_RDMA_WRITE, 0);
+	cfg->cork_ns = win;
+}
+
 /* SENDs arrive before any receive is posted: reading pauses, resumes. */
 static void test_late_recv(void **state)
 {
@@ -772,6 +882,7 @@ static int run_suite(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_small_burst, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_cork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_late_recv, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inline_se, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_send_inv, setup, teardown),

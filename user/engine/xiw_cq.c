@@ -70,7 +70,10 @@ int xiw_cchan_destroy(struct xiw_cchan *ch)
 int xiw_cchan_get_event(struct xiw_cchan *ch, struct xiw_cq **cq)
 {
 	struct xiw_cq *ev;
-	ssize_t n = read(ch->ibv.fd, &ev, sizeof(ev));
+	ssize_t n;
+
+	xiw_tx_cork_flush();	/* held WRs may be what it waits for */
+	n = read(ch->ibv.fd, &ev, sizeof(ev));
 
 	if (n < 0)
 		return -errno;
@@ -303,6 +306,7 @@ int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc)
 	bool kick = false;
 	int i = 0;
 
+	xiw_tx_cork_flush();	/* the app turns to its completions */
 	/* busy pollers of an empty CQ must not contend with the producer */
 	if (__atomic_load_n(&cq->head, __ATOMIC_ACQUIRE) ==
 	    __atomic_load_n(&cq->tail, __ATOMIC_RELAXED) &&
@@ -340,6 +344,7 @@ int xiw_cq_req_notify(struct xiw_cq *cq, int solicited_only)
 {
 	if (!cq->ch)
 		return -EINVAL;
+	xiw_tx_cork_flush();
 	xiw_cq_rx_handoff(cq);
 	pthread_mutex_lock(&cq->lock);
 	if (!solicited_only)

@@ -520,6 +520,14 @@ struct xiw_qp {
 	bool tx_failed;			/* a WR completed in error: no settle */
 	/* datamover (seed 003, xiw_datamover.c) */
 	bool dm_owned;			/* tx_lock: the datamover sends for it */
+	/* TX corking (xiw_txcork.c) */
+	uint64_t tx_last_ns;		/* tx_lock: when bytes were last sent */
+	uint64_t tx_calls;		/* tx_lock: llp sends that took bytes */
+	uint32_t cork_rx_mark;		/* tx_lock: rx_reads at that send */
+	_Atomic uint64_t cork_since_ns;	/* WRs held since (0: none); tx_lock
+					 * writes, the backstop reads */
+	bool cork_listed;		/* cork lock: listed (holds a ref) */
+	struct xiw_qp *cork_next;	/* cork lock: list link */
 	int dm_state;			/* dm lock: enum xiw_dm_state */
 	bool dm_cancel, dm_fd_added;	/* dm lock */
 	int dm_fd;			/* dm lock: fd in the datamover's epoll */
@@ -550,6 +558,8 @@ struct xiw_qp {
 	_Atomic uint64_t rx_app_poll_ns;	/* last app pass (any thread) */
 	_Atomic uint64_t rx_app_got_ns;		/* last app pass with bytes */
 	atomic_bool rx_app_mode;	/* progress thread left reading to apps */
+	uint32_t rx_reads;		/* reads that returned bytes (rx_lock
+					 * writes, release; TX corking reads) */
 	/* receive staging (xiw_qp_rx.c): bytes [stg_off, stg_len) of stg
 	 * were read from the stream but not yet fed to rx; stg_short: that
 	 * recvmsg drained the socket. stg is lent (xiw_bufpool.c). */
@@ -651,6 +661,19 @@ void xiw_tx_writable(void *arg);
 enum { XIW_TX_DONE, XIW_TX_SHORT, XIW_TX_MORE, XIW_TX_CREDIT };
 int xiw_tx_send_some(struct xiw_qp *qp, size_t budget);
 
+/**
+ * xiw_tx_uncork() - send the WRs a poster held (any thread, no QP lock):
+ * now if tx_lock is free, else its holder hands them on (tx_more).
+ */
+void xiw_tx_uncork(struct xiw_qp *qp);
+
+/* ---- xiw_txcork.c: TX corking of small-WR bursts (issue 11) ---- */
+bool xiw_tx_cork_wanted(struct xiw_qp *qp);
+uint32_t xiw_tx_cork_mark(const struct xiw_qp *qp);
+void xiw_tx_cork_sent(struct xiw_qp *qp, uint32_t rx_mark);
+void xiw_tx_cork_flush(void);
+void xiw_tx_cork_forget(struct xiw_qp *qp);
+
 /* ---- xiw_datamover.c: asynchronous datamover (seed 003) ---- */
 
 enum xiw_dm_state { XIW_DM_IDLE, XIW_DM_ACTIVE, XIW_DM_PAUSED,
@@ -688,11 +711,13 @@ void xiw_dm_forget(struct xiw_qp *qp);
  * @method: XIW_ACK_METHOD, enum xiw_ack_method (default 2, HSN).
  * @zcopy_min: XIW_ZCOPY_MIN: WRs of at least this many payload bytes go
  *          with MSG_ZEROCOPY and are ACK-completed (0: never).
+ * @cork_ns: XIW_TX_CORK_US in ns: the TX corking window (0: off).
  */
 struct xiw_txcfg {
 	bool ack;
 	int method;
 	uint32_t zcopy_min;
+	uint64_t cork_ns;
 };
 
 const struct xiw_txcfg *xiw_tx_config(void);

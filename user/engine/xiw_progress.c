@@ -73,8 +73,14 @@ void xiw_progress_timer_cancel(struct xiw_ptimer *t)
 void xiw_progress_timer_arm(struct xiw_ptimer *t, unsigned int ms,
 			    void (*fn)(void *arg), void *arg)
 {
+	xiw_progress_timer_arm_us(t, (uint64_t)ms * 1000u, fn, arg);
+}
+
+void xiw_progress_timer_arm_us(struct xiw_ptimer *t, uint64_t us,
+			       void (*fn)(void *arg), void *arg)
+{
 	xiw_progress_timer_cancel(t);
-	t->deadline_ns = xiw_now_ns() + (uint64_t)ms * 1000000ull;
+	t->deadline_ns = xiw_now_ns() + us * 1000u;
 	t->fn = fn;
 	t->arg = arg;
 	t->armed = true;
@@ -82,19 +88,44 @@ void xiw_progress_timer_arm(struct xiw_ptimer *t, unsigned int ms,
 	pg.timers = t;
 }
 
-/* Milliseconds until the next timer (rounded up), or -1 for none. */
-static int timers_wait_ms(void)
+/*
+ * Time until the next timer into *@ts. Return: @ts, or NULL for none
+ * (sleep until an fd or a closure wakes us).
+ */
+static struct timespec *timers_wait(struct timespec *ts)
 {
-	uint64_t now = xiw_now_ns(), min = UINT64_MAX;
+	uint64_t now = xiw_now_ns(), min = UINT64_MAX, d;
 
 	for (struct xiw_ptimer *t = pg.timers; t; t = t->next)
 		if (t->deadline_ns < min)
 			min = t->deadline_ns;
 	if (min == UINT64_MAX)
-		return -1;
-	if (min <= now)
-		return 0;
-	return (int)((min - now + 999999) / 1000000);
+		return NULL;
+	d = min > now ? min - now : 0;
+	ts->tv_sec = (time_t)(d / 1000000000u);
+	ts->tv_nsec = (long)(d % 1000000000u);
+	return ts;
+}
+
+/*
+ * epoll_wait with a nanosecond timeout (epoll_pwait2, Linux 5.11), so
+ * microsecond timers (the TX cork backstop) fire on time; where it is
+ * missing, epoll_wait with the timeout rounded up to milliseconds.
+ */
+static int pg_epoll(struct epoll_event *evs, const struct timespec *ts)
+{
+	static bool no_pwait2;
+	int n;
+
+	if (!no_pwait2) {
+		n = epoll_pwait2(pg.epfd, evs, PG_MAX_EVENTS, ts, NULL);
+		if (n >= 0 || errno != ENOSYS)
+			return n;
+		no_pwait2 = true;
+	}
+	return epoll_wait(pg.epfd, evs, PG_MAX_EVENTS, !ts ? -1 :
+			  (int)((ts->tv_sec * 1000000000ll + ts->tv_nsec +
+				 999999) / 1000000));
 }
 
 /* Fire expired timers one at a time (a callback may arm/cancel others). */
@@ -320,12 +351,14 @@ static void *pg_main(void *unused)
 	(void)unused;
 	pg_self = true;
 	for (;;) {
-		int tmo = timers_wait_ms();
+		struct timespec ts, *tmo = timers_wait(&ts);
 		int n;
 
-		if (pg_spinning(spin_until) || !pg_prepare_sleep())
-			tmo = 0;
-		n = epoll_wait(pg.epfd, evs, PG_MAX_EVENTS, tmo);
+		if (pg_spinning(spin_until) || !pg_prepare_sleep()) {
+			ts = (struct timespec){ 0 };
+			tmo = &ts;
+		}
+		n = pg_epoll(evs, tmo);
 		pg_awake();
 		if (n > 0 && spin_ns)
 			spin_until = xiw_now_ns() + spin_ns;

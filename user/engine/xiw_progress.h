@@ -79,6 +79,10 @@ struct xiw_ptimer {
  *  (re-arming an armed timer moves it). Progress thread only. */
 void xiw_progress_timer_arm(struct xiw_ptimer *t, unsigned int ms,
 			    void (*fn)(void *arg), void *arg);
+/** xiw_progress_timer_arm_us() - the same in microseconds (the progress
+ *  thread waits with nanosecond timeouts). Progress thread only. */
+void xiw_progress_timer_arm_us(struct xiw_ptimer *t, uint64_t us,
+			       void (*fn)(void *arg), void *arg);
 /** xiw_progress_timer_cancel() - disarm @t (no-op if not armed).
  *  Progress thread only. */
 void xiw_progress_timer_cancel(struct xiw_ptimer *t);

@@ -1035,6 +1035,7 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 	pthread_mutex_lock(&qp->tx_lock);
 	xiw_qp_to_error(qp);
 	xiw_tx_unlock(qp);
+	xiw_tx_cork_forget(qp);	/* its ref would wait for the backstop */
 	pthread_mutex_lock(&qp->ref_lock);
 	while (qp->refs > 0)
 		pthread_cond_wait(&qp->ref_cond, &qp->ref_lock);

@@ -631,11 +631,28 @@ static void rx_terminated(struct xiw_qp *qp)
 	xiw_qp_stream_end(qp, -EPROTO);
 }
 
+/*
+ * One read from the stream (rx_lock held). A read that brought bytes
+ * counts in rx_reads before any of them is placed: a poster that reacts
+ * to them (a ping-pong reply) sees the peer spoke and never corks
+ * (xiw_txcork.c).
+ */
+static ssize_t rx_recv(struct xiw_qp *qp, struct xiw_llp *l,
+		       struct iovec *iov, int cnt)
+{
+	ssize_t n = xiw_llp_recv(l, iov, cnt);
+
+	if (n > 0)
+		__atomic_store_n(&qp->rx_reads, qp->rx_reads + 1,
+				 __ATOMIC_RELEASE);
+	return n;
+}
+
 /* ERROR after a local close: drop what still arrives until EOF. */
 static bool rx_discard(struct xiw_qp *qp, struct xiw_llp *l)
 {
 	struct iovec v = { qp->rxs.discard, sizeof(qp->rxs.discard) };
-	ssize_t n = xiw_llp_recv(l, &v, 1);
+	ssize_t n = rx_recv(qp, l, &v, 1);
 
 	if (n > 0)
 		return true;
@@ -821,7 +838,7 @@ static ssize_t rx_stage_fill(struct xiw_qp *qp, struct xiw_llp *l)
 	ssize_t n;
 
 	v = (struct iovec){ qp->stg, XIW_RX_STAGE };
-	n = xiw_llp_recv(l, &v, 1);
+	n = rx_recv(qp, l, &v, 1);
 	qp->stg_off = 0;
 	qp->stg_len = n > 0 ? (uint32_t)n : 0;
 	qp->stg_short = n < (ssize_t)XIW_RX_STAGE;
@@ -934,7 +951,7 @@ static int rx_step(struct xiw_qp *qp, struct xiw_llp *l, int mode)
 	if (rx_staged(qp) || (rx_stage_wanted(qp, want) &&
 			      (qp->stg || (qp->stg = xiw_rxstage_get()))))
 		return rx_step_staged(qp, l, mode, iov, cnt);
-	n = xiw_llp_recv(l, iov, cnt);
+	n = rx_recv(qp, l, iov, cnt);
 	if (n == -EAGAIN)
 		return RX_NONE;
 	if (n <= 0)

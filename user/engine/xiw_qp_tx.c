@@ -201,14 +201,26 @@ static int sqe_fill(struct xiw_qp *qp, const struct ibv_send_wr *wr)
 	return 0;
 }
 
-/* tx_lock held: send the WRs just posted, or flush them in ERROR. */
-static void tx_after_post(struct xiw_qp *qp)
+static bool batch_empty(const struct xiw_txbatch *b);
+
+/* A poster may hold its WRs (xiw_txcork.c) only when nothing framed
+ * waits and no message is half framed: those must go now anyway. */
+static bool tx_cork(struct xiw_qp *qp)
+{
+	return !qp->dm_owned && batch_empty(qp->b) &&
+	       qp->msg.kind == XIW_TXK_NONE && xiw_tx_cork_wanted(qp);
+}
+
+/* tx_lock held: send the WRs just posted (a @poster may cork them), or
+ * flush them in ERROR. */
+static void tx_after_post(struct xiw_qp *qp, bool poster)
 {
 	enum ibv_qp_state s = atomic_load(&qp->state);
 
 	if (s == IBV_QPS_ERR)	/* verbs: complete them as flushed */
 		xiw_qp_sq_flush(qp);
-	else if (s == IBV_QPS_RTS && !qp->tx_wait_write)
+	else if (s == IBV_QPS_RTS && !qp->tx_wait_write &&
+		 !(poster && tx_cork(qp)))
 		xiw_tx_push(qp);
 }
 
@@ -218,7 +230,7 @@ static void tx_kick_fn(void *arg)
 
 	pthread_mutex_lock(&qp->tx_lock);
 	atomic_store(&qp->tx_more, false);
-	tx_after_post(qp);
+	tx_after_post(qp, false);
 	xiw_tx_unlock(qp);
 	xiw_qp_unref(qp);
 }
@@ -253,7 +265,18 @@ static void post_kick(struct xiw_qp *qp, enum ibv_qp_state state)
 	else if (pthread_mutex_trylock(&qp->tx_lock))
 		return;
 	atomic_store(&qp->tx_more, false);
-	tx_after_post(qp);
+	tx_after_post(qp, true);
+	xiw_tx_unlock(qp);
+}
+
+/** xiw_tx_uncork() - see xiw_obj.h. */
+void xiw_tx_uncork(struct xiw_qp *qp)
+{
+	atomic_store(&qp->tx_more, true);
+	if (pthread_mutex_trylock(&qp->tx_lock))
+		return;		/* xiw_tx_unlock() of the holder sends them */
+	atomic_store(&qp->tx_more, false);
+	tx_after_post(qp, false);
 	xiw_tx_unlock(qp);
 }
 
@@ -1017,12 +1040,14 @@ static void tx_fin(struct xiw_qp *qp)
 int xiw_tx_send_some(struct xiw_qp *qp, size_t budget)
 {
 	size_t done = 0, want;
+	uint32_t rx_mark;
 	ssize_t n;
 	int r;
 
 	if (!qp->llp || qp->tx_dead)
 		return XIW_TX_DONE;
 	qp->tx_credit = false;
+	atomic_store_explicit(&qp->cork_since_ns, 0, memory_order_relaxed);
 	for (;;) {
 		if (batch_empty(qp->b) && !batch_refill(qp, &r)) {
 			if (r == XIW_TX_DONE)
@@ -1032,6 +1057,7 @@ int xiw_tx_send_some(struct xiw_qp *qp, size_t budget)
 		if (done >= budget)
 			return XIW_TX_MORE;
 		tx_ack_sync(qp);
+		rx_mark = xiw_tx_cork_mark(qp);
 		n = batch_send(qp, budget - done, &want);
 		if (n == -EAGAIN)
 			n = 0;
@@ -1042,6 +1068,8 @@ int xiw_tx_send_some(struct xiw_qp *qp, size_t budget)
 			return XIW_TX_DONE;
 		}
 		batch_advance(qp->b, (size_t)n);
+		if (n)
+			xiw_tx_cork_sent(qp, rx_mark);
 		if (qp->txc.synced)
 			xiw_txc_handed(&qp->txc, (uint32_t)n);
 		batch_marks(qp);

@@ -45,6 +45,7 @@
  * pieces; below ~64 KB copying is as cheap (msg_zerocopy.rst: ~10 KB is
  * the break-even on a real NIC; FPDUs are at most 64 KB anyway). */
 #define XIW_ZCOPY_MIN_DEF (64u * 1024)
+#define XIW_TX_CORK_US_DEF 20	/* xiw_txcork.c */
 
 static struct {
 	pthread_mutex_t lock;
@@ -87,6 +88,7 @@ static void txcfg_read(void)
 	if (mode && !txcfg.ack && strcmp(mode, "copy"))
 		xiw_log(XIW_LOG_WARN, "XIW_TX_COMPLETION=%s: use copy or ack; using copy", mode);
 	txcfg.zcopy_min = (uint32_t)env_long("XIW_ZCOPY_MIN", XIW_ZCOPY_MIN_DEF);
+	txcfg.cork_ns = (uint64_t)env_long("XIW_TX_CORK_US", XIW_TX_CORK_US_DEF) * 1000u;
 	txcfg.method = (int)env_long("XIW_ACK_METHOD", XIW_ACK_HSN);
 	if (txcfg.method != XIW_ACK_EQL && txcfg.method != XIW_ACK_HSN) {
 		xiw_log(XIW_LOG_WARN, "XIW_ACK_METHOD=%d: use 1 or 2; using 2", txcfg.method);
@@ -97,7 +99,8 @@ static void txcfg_read(void)
 /**
  * xiw_tx_config() - send-completion knobs, read once from the environment:
  * XIW_TX_COMPLETION=copy|ack (default copy), XIW_ACK_METHOD=1|2 (seed 000
- * method, default 2), XIW_ZCOPY_MIN=bytes (default 65536, 0: off).
+ * method, default 2), XIW_ZCOPY_MIN=bytes (default 65536, 0: off),
+ * XIW_TX_CORK_US=microseconds (TX corking window, default 20, 0: off).
  * Return: the parsed values (never NULL).
  */
 const struct xiw_txcfg *xiw_tx_config(void)
