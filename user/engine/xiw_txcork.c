@@ -7,8 +7,8 @@
  *  - the QP sent bytes less than XIW_TX_CORK_US ago, and
  *  - no byte arrived from the peer since that send (a reply to the peer's
  *    message, as in every ping-pong, is never held), and
- *  - the QP has been corked for less than XIW_TX_CORK_US, holds fewer
- *    WRs than one batch frames, and the newest WR is small.
+ *  - the QP has been corked for less than XIW_TX_CORK_US, and holds
+ *    fewer WRs than one batch frames and at most XIW_TX_CORK_MAX bytes.
  * So a lone WR, and the first of a burst, go at once; the rest of a
  * one-way burst wait for the moment the application turns to its
  * completions. Corked WRs go out
@@ -30,7 +30,7 @@
 #include "xiwarp/xiwarp.h"
 
 #define XIW_TX_CORK_BACKSTOP 5		/* backstop = this x the window */
-#define XIW_TX_CORK_MAX_WR (4u * 1024)	/* larger WRs are sent at once */
+#define XIW_TX_CORK_MAX (16u * 1024)	/* held payload bytes at most */
 
 static pthread_mutex_t cork_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct xiw_qp *cork_head;	/* cork_lock; each holds a QP ref */
@@ -143,13 +143,25 @@ static bool cork_list_add(struct xiw_qp *qp)
 	return true;
 }
 
-/* The newest WR is small and fewer than a batch's WRs wait (tx_lock). */
+/*
+ * Fewer WRs wait than one batch frames, and few bytes (tx_lock held): a
+ * large WR gains nothing from waiting, its payload costs more than the
+ * call, so a burst that holds one goes now (an rsockets WRITE + SEND
+ * chain is one such).
+ */
 static bool cork_room(const struct xiw_qp *qp)
 {
 	uint32_t head = __atomic_load_n(&qp->sq_head, __ATOMIC_ACQUIRE);
-	const struct xiw_sqe *e = &qp->sq[(head - 1) & qp->sq_mask];
+	uint64_t bytes = 0;
 
-	return head - qp->sq_tx < XIW_TXB_FPDUS && e->len <= XIW_TX_CORK_MAX_WR;
+	if (head - qp->sq_tx >= XIW_TXB_FPDUS)
+		return false;
+	for (uint32_t i = qp->sq_tx; i != head; i++) {
+		bytes += qp->sq[i & qp->sq_mask].len;
+		if (bytes > XIW_TX_CORK_MAX)
+			return false;
+	}
+	return true;
 }
 
 /**
