@@ -253,31 +253,35 @@ void xiw_tx_unlock(struct xiw_qp *qp)
 }
 
 /*
- * After WQEs were appended: send (or flush) them here if tx_lock is free,
- * else leave them to its holder (tx_more, xiw_tx_unlock). In ERROR the
- * poster waits for the lock: a flush is due now and nothing is sent.
+ * Send (or flush) the QP's queued WRs here if tx_lock is free, else leave
+ * them to its holder (tx_more, xiw_tx_unlock). @wait: take the lock even
+ * if that means waiting; @poster: a poster's own WRs, which may cork.
  */
-static void post_kick(struct xiw_qp *qp, enum ibv_qp_state state)
+static void tx_kick(struct xiw_qp *qp, bool wait, bool poster)
 {
 	atomic_store(&qp->tx_more, true);
-	if (state == IBV_QPS_ERR)
+	if (wait)
 		pthread_mutex_lock(&qp->tx_lock);
 	else if (pthread_mutex_trylock(&qp->tx_lock))
 		return;
 	atomic_store(&qp->tx_more, false);
-	tx_after_post(qp, true);
+	tx_after_post(qp, poster);
 	xiw_tx_unlock(qp);
+}
+
+/*
+ * After WQEs were appended. In ERROR the poster waits for the lock: a
+ * flush is due now and nothing is sent.
+ */
+static void post_kick(struct xiw_qp *qp, enum ibv_qp_state state)
+{
+	tx_kick(qp, state == IBV_QPS_ERR, true);
 }
 
 /** xiw_tx_uncork() - see xiw_obj.h. */
 void xiw_tx_uncork(struct xiw_qp *qp)
 {
-	atomic_store(&qp->tx_more, true);
-	if (pthread_mutex_trylock(&qp->tx_lock))
-		return;		/* xiw_tx_unlock() of the holder sends them */
-	atomic_store(&qp->tx_more, false);
-	tx_after_post(qp, false);
-	xiw_tx_unlock(qp);
+	tx_kick(qp, false, false);
 }
 
 /**
@@ -285,7 +289,10 @@ void xiw_tx_uncork(struct xiw_qp *qp)
  * the caller's thread when the stream has send space and no other thread
  * is sending for the QP (then that thread, the datamover or the progress
  * thread sends them). Never blocks: it waits neither for the peer nor for
- * another thread's sendmsg.
+ * another thread's sendmsg. Small WRs posted right behind the QP's last
+ * send, with nothing received since, are held (corked, xiw_txcork.c)
+ * until the next CQ poll, notify or event wait, an uncorked post, or the
+ * backstop, so a burst of single-WR posts costs one sendmsg.
  * Supported: SEND (SOLICITED -> SEND_SE), SEND_WITH_INV, RDMA_WRITE,
  * RDMA_READ, RDMA_WRITE_WITH_IMM and SEND_WITH_IMM (each followed by an
  * RFC 7306 Immediate Data message); INLINE copies the data now (<= max_inline_data). A signalled
