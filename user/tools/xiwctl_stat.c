@@ -24,6 +24,12 @@ static const char *const cnt_name[XIW_XDP_CNT_MAX] = {
 	[XIW_XDP_CNT_BAD_L3L4] = "bad_l3l4",
 	[XIW_XDP_CNT_META_FAIL] = "meta_fail",
 	[XIW_XDP_CNT_DROPPED] = "dropped",
+	[XIW_XDP_CNT_TRACK_LOST] = "track_lost",
+};
+
+/* what the engines owning the XSKMAP slots add (struct xiw_xdp_slot_cnt) */
+struct slot_sum {
+	__u64 retrans, sacked, meta_used, meta_mismatch, resync;
 };
 
 /* Sum the per-CPU counters into @sum. 0 or -errno. */
@@ -160,22 +166,26 @@ static int xsk_slots(int fd)
 }
 
 /*
- * Sum the per-slot counters (retransmitted segments and SACKed octets
- * that the engines owning the slots add). 0, or -ENOENT without the map.
+ * Sum the per-slot counters (retransmitted segments, SACKed octets,
+ * records used and rejected, re-syncs, added by the engines owning the
+ * slots). 0, or -ENOENT without the map.
  */
-static int read_slot_counters(int fd, __u64 *retrans, __u64 *sacked)
+static int read_slot_counters(int fd, struct slot_sum *sum)
 {
 	struct xiw_xdp_slot_cnt sc;
 	__u32 i;
 
-	*retrans = *sacked = 0;
+	memset(sum, 0, sizeof(*sum));
 	if (fd < 0)
 		return -ENOENT;
 	for (i = 0; i < XIW_XDP_MAX_XSKS; i++) {
 		if (bpf_map_lookup_elem(fd, &i, &sc))
 			break;
-		*retrans += sc.retrans;
-		*sacked += sc.sacked;
+		sum->retrans += sc.retrans;
+		sum->sacked += sc.sacked;
+		sum->meta_used += sc.meta_used;
+		sum->meta_mismatch += sc.meta_mismatch;
+		sum->resync += sc.resync;
 	}
 	return 0;
 }
@@ -184,8 +194,10 @@ static int read_slot_counters(int fd, __u64 *retrans, __u64 *sacked)
 int xiwctl_stat_one(const struct xiwctl_att *a)
 {
 	struct xiw_xdp_cfg cfg = { 0 };
-	__u64 c[XIW_XDP_CNT_MAX], rtx, sacked;
-	char rtxs[24] = "-", sackeds[24] = "-";
+	__u64 c[XIW_XDP_CNT_MAX];
+	struct slot_sum ss;
+	char rtxs[24] = "-", sackeds[24] = "-", useds[24] = "-",
+	     mism[24] = "-", resyncs[24] = "-";
 	__u32 zero = 0, i;
 	int err;
 
@@ -206,9 +218,12 @@ int xiwctl_stat_one(const struct xiwctl_att *a)
 			a->ifname, strerror(-err));
 		return err;
 	}
-	if (!read_slot_counters(a->slot_cnt_fd, &rtx, &sacked)) {
-		snprintf(rtxs, sizeof(rtxs), "%llu", (unsigned long long)rtx);
-		snprintf(sackeds, sizeof(sackeds), "%llu", (unsigned long long)sacked);
+	if (!read_slot_counters(a->slot_cnt_fd, &ss)) {
+		snprintf(rtxs, sizeof(rtxs), "%llu", (unsigned long long)ss.retrans);
+		snprintf(sackeds, sizeof(sackeds), "%llu", (unsigned long long)ss.sacked);
+		snprintf(useds, sizeof(useds), "%llu", (unsigned long long)ss.meta_used);
+		snprintf(mism, sizeof(mism), "%llu", (unsigned long long)ss.meta_mismatch);
+		snprintf(resyncs, sizeof(resyncs), "%llu", (unsigned long long)ss.resync);
 	}
 	printf("  %-10s %-10s %-10s %-10s %-10s %-12s %-12s\n", "steered",
 	       "passed", "parsed", "dropped", "malformed", "retransmit*",
@@ -222,10 +237,13 @@ int xiwctl_stat_one(const struct xiwctl_att *a)
 	printf("  all counters:");
 	for (i = 0; i < XIW_XDP_CNT_MAX; i++)
 		printf(" %s=%llu", cnt_name[i], (unsigned long long)c[i]);
-	printf(" retransmitted=%s sacked_bytes=%s", rtxs, sackeds);
+	printf(" retransmitted=%s sacked_bytes=%s meta_used=%s meta_mismatch=%s"
+	       " resync=%s", rtxs, sackeds, useds, mism, resyncs);
 	printf("\n  * segments utcp (xiwarp's user-space TCP) retransmitted and "
 	       "octets its peers SACKed,\n    added by the processes owning "
-	       "the AF_XDP sockets (map %s; \"-\": an object without it)\n",
+	       "the AF_XDP sockets (map %s; \"-\": an object without it);\n"
+	       "    meta_used/meta_mismatch: FPDU headers the engine took from "
+	       "the records / records it rejected\n",
 	       XIW_XDP_MAP_SLOT_CNT);
 	printf("  AF_XDP socket slots (%s, one per RX queue): %d\n",
 	       XIW_XDP_MAP_XSKS, xsk_slots(a->xsks_fd));
