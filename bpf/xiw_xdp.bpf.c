@@ -357,8 +357,9 @@ static __always_inline enum fpdu parse_fpdu_hdr(struct xdp_md *ctx,
  * XIW_XDP_FLOW_TRACK: follow the FPDUs of a segment that covers
  * fl->fpdu_seq. Fills @m for the first FPDU when its header is whole
  * (FPDU_OK), moves fl->fpdu_seq to the first boundary after the segment,
- * or sets XIW_XDP_TRACK_LOST (FPDU_BAD: malformed; FPDU_CUT: a length
- * field cut by the segment or more than XIW_XDP_TRACK_MAX FPDUs).
+ * or sets XIW_XDP_TRACK_LOST (FPDU_BAD: malformed; a length field cut by
+ * the segment or more than XIW_XDP_TRACK_MAX FPDUs: FPDU_CUT, or FPDU_OK
+ * when the first FPDU's record is whole).
  * FPDU_NONE: no FPDU starts here (nothing changed, or the first header is
  * cut by the segment and only its length was followed). Markers never
  * reach here (the engine does not track such flows). The loop is bounded
@@ -409,7 +410,7 @@ static __always_inline enum fpdu track_fpdus(struct xdp_md *ctx,
 lost:
 	fl->fpdu_state = XIW_XDP_TRACK_LOST;
 	count(XIW_XDP_CNT_TRACK_LOST);
-	return FPDU_CUT;
+	return res == FPDU_OK ? FPDU_OK : FPDU_CUT;	/* the first is whole */
 bad:
 	fl->fpdu_state = XIW_XDP_TRACK_LOST;
 	count(XIW_XDP_CNT_TRACK_LOST);
