@@ -408,6 +408,7 @@ struct xsk_conn {
 	/* FPDU records (xsk_fpdu.c) */
 	bool fp_on;			/* the program follows our FPDUs */
 	uint32_t fp_seq0;		/* TCP seq of FPDU-stream offset 0 */
+	uint32_t fp_irs1;		/* TCP seq of receive offset 0 (r_tail) */
 	struct xsk_fpq *fpq;		/* records waiting for the engine */
 	uint32_t fp_miss;		/* record-less FPDUs in a row (rx_lock) */
 	uint64_t fp_check_at;		/* no re-sync look-up before (ns) */

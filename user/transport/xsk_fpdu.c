@@ -65,7 +65,8 @@ void xsk_fpdu_stream(struct xiw_llp *l, bool crc, bool markers)
 		c->fpq = calloc(1, sizeof(*c->fpq));
 	if (c->fpq && c->flow_added) {
 		utcp_rcv_edges(c->tcp, &irs, &nxt, &high);
-		c->fp_seq0 = irs + 1 + (uint32_t)c->r_tail;
+		c->fp_irs1 = irs + 1;
+		c->fp_seq0 = c->fp_irs1 + (uint32_t)c->r_tail;
 		c->fpq->head = c->fpq->tail = 0;
 		c->fp_on = !fp_write(c, c->fp_seq0);
 	}
@@ -76,14 +77,20 @@ void xsk_fpdu_push(struct xsk_conn *c, const struct xiw_xdp_meta *m)
 {
 	struct xsk_fpq *q = c->fpq;
 	struct xsk_fpq_ent *e;
+	uint32_t seq = m->tcp_seq + (uint32_t)(m->fpdu_off - m->payload_off);
 
 	if (!c->fp_on || !q || m->conn_id != c->id ||
 	    !(m->flags & XIW_XDP_META_F_TRACKED))
 		return;
+	/* a duplicate or retransmission of octets the engine has read: the
+	 * program was behind (waiting for a boundary that went by) and this
+	 * old copy covered it; right, but too late to be asked for */
+	if (!seq_after(seq, c->fp_irs1 + (uint32_t)c->r_tail - 1))
+		return;
 	if (q->tail - q->head == XSK_FPQ_LEN)
 		return;	/* the engine is far behind: it decodes those */
 	e = &q->e[q->tail++ % XSK_FPQ_LEN];
-	e->seq = m->tcp_seq + (uint32_t)(m->fpdu_off - m->payload_off);
+	e->seq = seq;
 	e->f = (struct xiw_llp_fpdu){
 		.ulpdu_len = m->ulpdu_len, .opcode = m->opcode,
 		.tagged = !!(m->flags & XIW_XDP_META_F_TAGGED),
