@@ -70,8 +70,9 @@ struct xiw_llp_cb {
 
 /**
  * struct xiw_llp_ops - one transport's implementation of the seam. Every
- * member is mandatory; the semantics are those of the xiw_llp_*() wrapper
- * of the same name below.
+ * member is mandatory except @fpdu_stream, @fpdu_meta and @fpdu_done
+ * (NULL: the transport parses no FPDU headers, as ksock); the semantics
+ * are those of the xiw_llp_*() wrapper of the same name below.
  * @name: "ksock", "xsk" (logs, xiw_llp_name()).
  * @ack_events: the transport sees every ACK itself (utcp): tracing ACKs
  *              costs nothing, so the engine arms watermarks even for
