@@ -1082,6 +1082,10 @@ static void test_track_ooo(void **state)
 	run_seg(S - 500, 0, 400);	/* old data (seq below the boundary) */
 	expect_no_fpdu();
 	assert_int_equal(get_track().fpdu_seq, S);
+	run_seg(S - 400, 0, 400);	/* ends exactly at the boundary */
+	expect_no_fpdu();
+	assert_int_equal(get_track().fpdu_seq, S);
+	assert_int_equal(get_track().fpdu_state, XIW_XDP_TRACK_SYNCED);
 	run_seg(S, 0, a);		/* the hole filled: record, boundary a */
 	expect_meta();
 	assert_int_equal(R.meta.msn, 1);
