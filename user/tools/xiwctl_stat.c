@@ -74,10 +74,13 @@ static void endpoint(char *buf, size_t len, __u8 family, const __u32 *addr,
 	}
 }
 
-static void flow_flags(char *buf, size_t len, __u32 f)
+/* @st: struct xiw_xdp_flow.fpdu_state (the program's FPDU tracking) */
+static void flow_flags(char *buf, size_t len, __u32 f, __u32 st)
 {
-	snprintf(buf, len, "%s%s%s%s",
+	snprintf(buf, len, "%s%s%s%s%s",
 		 f & XIW_XDP_FLOW_FPDU_ALIGNED ? "aligned," : "",
+		 !(f & XIW_XDP_FLOW_TRACK) ? "" :
+		 st == XIW_XDP_TRACK_LOST ? "track-lost," : "track,",
 		 f & XIW_XDP_FLOW_MARKERS ? "markers," : "",
 		 f & XIW_XDP_FLOW_CRC ? "crc," : "",
 		 f & XIW_XDP_FLOW_NO_PARSE ? "no-parse," : "");
@@ -115,7 +118,7 @@ static int print_flows(int fd)
 			       "packets", "bytes");
 		endpoint(peer, sizeof(peer), k.family, k.saddr, k.sport);
 		endpoint(local, sizeof(local), k.family, k.daddr, k.dport);
-		flow_flags(fl, sizeof(fl), v.flags);
+		flow_flags(fl, sizeof(fl), v.flags, v.fpdu_state);
 		xsk_name(xs, sizeof(xs), v.xsk);
 		printf("    %10u  %-24s %-24s %-20s %4s %12llu %14llu\n",
 		       v.conn_id, peer, local, fl, xs,
