@@ -361,8 +361,8 @@ static __always_inline enum fpdu parse_fpdu_hdr(struct xdp_md *ctx,
  * the segment or more than XIW_XDP_TRACK_MAX FPDUs: FPDU_CUT, or FPDU_OK
  * when the first FPDU's record is whole).
  * FPDU_NONE: no FPDU starts here (nothing changed, or the first header is
- * cut by the segment and only its length was followed). Markers never
- * reach here (the engine does not track such flows). The loop is bounded
+ * cut by the segment and only its length was followed). A flow with
+ * XIW_XDP_FLOW_MARKERS is not followed at all (the engine does not ask). The loop is bounded
  * and every read is a 2-octet bpf_xdp_load_bytes below ip_end.
  */
 static __always_inline enum fpdu track_fpdus(struct xdp_md *ctx,
@@ -375,7 +375,9 @@ static __always_inline enum fpdu track_fpdus(struct xdp_md *ctx,
 	enum fpdu res = FPDU_NONE;
 	__u32 i;
 
-	if (fl->fpdu_state != XIW_XDP_TRACK_SYNCED || s->payload_off >= s->ip_end)
+	/* the walk below knows no markers: such a flow is never followed */
+	if (fl->fpdu_state != XIW_XDP_TRACK_SYNCED || s->payload_off >= s->ip_end ||
+	    (fl->flags & XIW_XDP_FLOW_MARKERS))
 		return FPDU_NONE;
 	if ((__s32)d < 0 || d >= plen)
 		return FPDU_NONE;	/* boundary not in this segment */

@@ -94,8 +94,9 @@ struct xiw_xdp_flow_key {
 					 * wire, RFC 5044 §4.1) */
 #define XIW_XDP_FLOW_NO_PARSE	0x0008	/* steer, but never parse FPDUs */
 #define XIW_XDP_FLOW_TRACK	0x0010	/* follow FPDU boundaries from
-					 * @fpdu_seq (any sender; no markers):
-					 * see struct xiw_xdp_flow */
+					 * @fpdu_seq (any sender): see struct
+					 * xiw_xdp_flow; ignored together
+					 * with XIW_XDP_FLOW_MARKERS */
 
 /* struct xiw_xdp_flow.fpdu_state (XIW_XDP_FLOW_TRACK) */
 #define XIW_XDP_TRACK_OFF	0	/* not following */
