@@ -148,6 +148,27 @@ struct xiw_xdp_flow {
 	__u64 bytes;
 };
 
+/*
+ * In-kernel placement (phase 2, not built yet): what it adds on top of
+ * this ABI, so that the record and the flow value grow instead of change.
+ *  - The boundary tracking above already finds every FPDU header of any
+ *    sender. Placement also needs, per flow, the tagged FPDU in progress,
+ *    because a middle segment carries no header: its STag, the TO of the
+ *    next payload octet, payload octets left, then pad + CRC octets left.
+ *    They join struct xiw_xdp_flow (ABI 3) and move where @fpdu_seq moves.
+ *  - An STag map (hash, STag -> base offset in the placement region,
+ *    length, access, key, QP id), mirrored by the engine on ibv_reg_mr /
+ *    dereg / invalidation (dereg waits until the program cannot hold it);
+ *    the region is a BPF_F_MMAPABLE array or an arena that is also the
+ *    AF_XDP umem (see DESIGN.md: measured 122 ns per 1448 B copy).
+ *  - Only tagged payload (WRITE, READ response) of an in-window segment
+ *    whose TCP checksum the program verified is placed; with MPA CRC on
+ *    the engine verifies the CRC over the placed octets before it
+ *    completes (no CRC32C helper in XDP). The record then says which
+ *    octets were placed (a new flag, record version 2) and the frame is
+ *    cut to its headers; utcp still runs TCP on it.
+ */
+
 /* FPDUs the program follows in one segment before it gives up (LOST):
  * 1448 octets hold at most 60 of the smallest (24-octet) FPDUs */
 #define XIW_XDP_TRACK_MAX	64
