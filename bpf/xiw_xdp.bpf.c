@@ -12,11 +12,16 @@
  *     (xiw_listen) is redirected to the AF_XDP socket in the XSKMAP slot of
  *     its RX queue (bpf_redirect_map with XDP_PASS as fallback: no socket
  *     there, the kernel gets it); everything else is XDP_PASS;
- *   - a steered segment whose payload starts an FPDU (the engine marks a
- *     flow FPDU-aligned once MPA is up: RFC 5044 §8 and Appendix A; with
- *     markers, a marker whose FPDUPTR is 0 also says so) gets its MPA
+ *   - a steered segment in which an FPDU starts gets that FPDU's MPA
  *     length, DDP and RDMAP headers parsed and validated and a struct
- *     xiw_xdp_meta in front of the frame (bpf_xdp_adjust_meta). A
+ *     xiw_xdp_meta in front of the frame (bpf_xdp_adjust_meta). Which
+ *     segments: on an XIW_XDP_FLOW_TRACK flow (any sender; what the engine
+ *     sets once MPA is up) the one whose payload covers the flow's
+ *     next-FPDU sequence number: the program walks the MPA lengths of the
+ *     FPDUs in it (bounded loop) and moves that number past the segment,
+ *     so any segmentation works; on an FPDU-aligned flow (RFC 5044 §8,
+ *     Appendix A) every segment's first octet (after a marker whose
+ *     FPDUPTR is 0). A
  *     malformed header is counted and steered without a record: the engine
  *     parses it again and answers with TERMINATE. Nothing is dropped.
  *
@@ -193,8 +198,6 @@ static __always_inline enum l34 parse_l34(struct xdp_md *ctx, struct seg *s)
 	return L34_OK;
 }
 
-enum fpdu { FPDU_OK, FPDU_NONE, FPDU_BAD };
-
 /* The minimal ULPDU of each untagged opcode (0: any length >= header). */
 static __always_inline __u32 untagged_min(__u8 op)
 {
@@ -229,42 +232,29 @@ static __always_inline __u32 markers_in(__u32 pos, __u32 n)
 	return 1 + (n - d - 1) / (MPA_MI - XIW_MPA_MARKER_SIZE);
 }
 
+enum fpdu { FPDU_OK, FPDU_NONE, FPDU_BAD, FPDU_CUT };
+
 /*
- * Parse the FPDU header at the start of the segment's payload into @m
- * (everything but magic/version/conn_id). FPDU_NONE: the segment starts no
- * FPDU we can parse; FPDU_BAD: it should, and the header is malformed.
+ * Parse the FPDU header whose MPA length field is at frame offset @fpdu
+ * (stream offset @pos from mpa_seq0, for marker math) into @m (everything
+ * but magic/version/conn_id); @flags: record flags found so far.
+ * FPDU_BAD: malformed; FPDU_CUT: the segment ends inside the header;
+ * FPDU_NONE: a marker inside the header (the engine parses that one).
+ * Every octet is read with bpf_xdp_load_bytes below @s->ip_end.
  */
-static __always_inline enum fpdu parse_fpdu_hdr(struct xdp_md *ctx,
-						const struct seg *s,
-						const struct xiw_xdp_flow *fl,
-						struct xiw_xdp_meta *m)
+static __always_inline enum fpdu parse_hdr_at(struct xdp_md *ctx,
+					      const struct seg *s,
+					      const struct xiw_xdp_flow *fl,
+					      __u32 fpdu, __u32 pos, __u16 flags,
+					      struct xiw_xdp_meta *m)
 {
-	__u32 fpdu = s->payload_off, hdr, need, wire, end, pos = 0, nmark = 0;
 	__u8 h[2 + XIW_DDP_UNTAGGED_HDR];
-	__u16 flags = XIW_XDP_META_F_FPDU_START | XIW_XDP_META_F_CRC_UNCHECKED;
-	__u32 ulpdu;
+	__u32 hdr, need, wire, end, nmark = 0, ulpdu;
 	__u8 op;
 
-	if (fpdu >= s->ip_end)
-		return FPDU_NONE;	/* no payload: ACK, FIN, ... */
-	if (fl->flags & XIW_XDP_FLOW_MARKERS) {
-		pos = s->seq - fl->mpa_seq0;
-		if (pos % MPA_MI == 0) {
-			__u8 mk[XIW_MPA_MARKER_SIZE];
-
-			if (fpdu + sizeof(mk) > s->ip_end ||
-			    bpf_xdp_load_bytes(ctx, fpdu, mk, sizeof(mk)))
-				return FPDU_NONE;
-			if (be16_at(mk + 2) != 0)
-				return FPDU_NONE; /* inside an earlier FPDU */
-			fpdu += XIW_MPA_MARKER_SIZE;
-			pos += XIW_MPA_MARKER_SIZE;
-			flags |= XIW_XDP_META_F_MARKER;
-		}
-	}
 	/* length, DDP control, RDMAP control */
 	if (fpdu + 4 > s->ip_end || bpf_xdp_load_bytes(ctx, fpdu, h, 4))
-		return FPDU_BAD;	/* an FPDU header cut by the segment */
+		return FPDU_CUT;
 	ulpdu = be16_at(h);
 	if (xiw_ddp_version(h[2]) != XIW_DDP_VERSION ||
 	    xiw_rdmap_version(h[3]) != XIW_RDMAP_VERSION)
@@ -292,18 +282,18 @@ static __always_inline enum fpdu parse_fpdu_hdr(struct xdp_md *ctx,
 	    markers_in(pos, XIW_MPA_LEN_SIZE + hdr))
 		return FPDU_NONE;
 	if (fpdu + XIW_MPA_LEN_SIZE + hdr > s->ip_end)
-		return FPDU_BAD;
+		return FPDU_CUT;
 	if (hdr == XIW_DDP_TAGGED_HDR) {
 		if (bpf_xdp_load_bytes(ctx, fpdu, h,
 				       XIW_MPA_LEN_SIZE + XIW_DDP_TAGGED_HDR))
-			return FPDU_BAD;
+			return FPDU_CUT;
 		m->stag = be32_at(h + 2 + XIW_DDP_OFF_STAG);
 		m->to = (__u64)be32_at(h + 2 + XIW_DDP_OFF_TO) << 32 |
 			be32_at(h + 2 + XIW_DDP_OFF_TO + 4);
 	} else {
 		if (bpf_xdp_load_bytes(ctx, fpdu, h,
 				       XIW_MPA_LEN_SIZE + XIW_DDP_UNTAGGED_HDR))
-			return FPDU_BAD;
+			return FPDU_CUT;
 		m->qn = be32_at(h + 2 + XIW_DDP_OFF_QN);
 		m->msn = be32_at(h + 2 + XIW_DDP_OFF_MSN);
 		m->mo = be32_at(h + 2 + XIW_DDP_OFF_MO);
@@ -323,6 +313,110 @@ static __always_inline enum fpdu parse_fpdu_hdr(struct xdp_md *ctx,
 	m->ulpdu_len = ulpdu;
 	m->flags = flags;
 	return FPDU_OK;
+}
+
+/*
+ * FPDU-aligned flow: the FPDU header at the start of the segment's payload
+ * (after a marker whose FPDUPTR is 0). FPDU_NONE: the segment starts no
+ * FPDU we can parse; FPDU_BAD: it should, and the header is malformed.
+ */
+static __always_inline enum fpdu parse_fpdu_hdr(struct xdp_md *ctx,
+						const struct seg *s,
+						const struct xiw_xdp_flow *fl,
+						struct xiw_xdp_meta *m)
+{
+	__u32 fpdu = s->payload_off, pos = 0;
+	__u16 flags = XIW_XDP_META_F_FPDU_START | XIW_XDP_META_F_CRC_UNCHECKED;
+	enum fpdu r;
+
+	if (fpdu >= s->ip_end)
+		return FPDU_NONE;	/* no payload: ACK, FIN, ... */
+	if (fl->flags & XIW_XDP_FLOW_MARKERS) {
+		pos = s->seq - fl->mpa_seq0;
+		if (pos % MPA_MI == 0) {
+			__u8 mk[XIW_MPA_MARKER_SIZE];
+
+			if (fpdu + sizeof(mk) > s->ip_end ||
+			    bpf_xdp_load_bytes(ctx, fpdu, mk, sizeof(mk)))
+				return FPDU_NONE;
+			if (be16_at(mk + 2) != 0)
+				return FPDU_NONE; /* inside an earlier FPDU */
+			fpdu += XIW_MPA_MARKER_SIZE;
+			pos += XIW_MPA_MARKER_SIZE;
+			flags |= XIW_XDP_META_F_MARKER;
+		}
+	}
+	r = parse_hdr_at(ctx, s, fl, fpdu, pos, flags, m);
+	return r == FPDU_CUT ? FPDU_BAD : r;	/* aligned: never cut */
+}
+
+/* The smallest MPA ULPDU: a tagged DDP header (RFC 5041 §4.3). */
+#define ULPDU_MIN	XIW_DDP_TAGGED_HDR
+
+/*
+ * XIW_XDP_FLOW_TRACK: follow the FPDUs of a segment that covers
+ * fl->fpdu_seq. Fills @m for the first FPDU when its header is whole
+ * (FPDU_OK), moves fl->fpdu_seq to the first boundary after the segment,
+ * or sets XIW_XDP_TRACK_LOST (FPDU_BAD: malformed; a length field cut by
+ * the segment or more than XIW_XDP_TRACK_MAX FPDUs: FPDU_CUT, or FPDU_OK
+ * when the first FPDU's record is whole).
+ * FPDU_NONE: no FPDU starts here (nothing changed, or the first header is
+ * cut by the segment and only its length was followed). A flow with
+ * XIW_XDP_FLOW_MARKERS is not followed at all (the engine does not ask). The loop is bounded
+ * and every read is a 2-octet bpf_xdp_load_bytes below ip_end.
+ */
+static __always_inline enum fpdu track_fpdus(struct xdp_md *ctx,
+					     const struct seg *s,
+					     struct xiw_xdp_flow *fl,
+					     struct xiw_xdp_meta *m)
+{
+	__u32 plen = s->ip_end - s->payload_off;
+	__u32 d = fl->fpdu_seq - s->seq, off;
+	enum fpdu res = FPDU_NONE;
+	__u32 i;
+
+	/* the walk below knows no markers: such a flow is never followed */
+	if (fl->fpdu_state != XIW_XDP_TRACK_SYNCED || s->payload_off >= s->ip_end ||
+	    (fl->flags & XIW_XDP_FLOW_MARKERS))
+		return FPDU_NONE;
+	if ((__s32)d < 0 || d >= plen)
+		return FPDU_NONE;	/* boundary not in this segment */
+	off = s->payload_off + d;
+	for (i = 0; i < XIW_XDP_TRACK_MAX; i++) {
+		__u8 l[XIW_MPA_LEN_SIZE];
+		__u32 ulpdu;
+
+		if (off + XIW_MPA_LEN_SIZE > s->ip_end ||
+		    bpf_xdp_load_bytes(ctx, off, l, sizeof(l)))
+			goto lost;	/* the segment cuts a length field */
+		ulpdu = be16_at(l);
+		if (ulpdu < ULPDU_MIN || ulpdu > max_ulpdu)
+			goto bad;
+		if (i == 0) {
+			res = parse_hdr_at(ctx, s, fl, off, 0,
+					   XIW_XDP_META_F_FPDU_START |
+					   XIW_XDP_META_F_CRC_UNCHECKED |
+					   XIW_XDP_META_F_TRACKED, m);
+			if (res == FPDU_BAD)
+				goto bad;
+			if (res != FPDU_OK)
+				res = FPDU_NONE;
+		}
+		off += XIW_MPA_LEN_SIZE + ulpdu + xiw_mpa_pad(ulpdu) +
+		       XIW_MPA_CRC_SIZE;
+		if (off >= s->ip_end) {
+			fl->fpdu_seq = s->seq + (off - s->payload_off);
+			return res;
+		}
+	}
+lost:
+	fl->fpdu_state = XIW_XDP_TRACK_LOST;
+	count(XIW_XDP_CNT_TRACK_LOST);
+	return res == FPDU_OK ? FPDU_OK : FPDU_CUT;	/* the first is whole */
+bad:
+	fl->fpdu_state = XIW_XDP_TRACK_LOST;
+	count(XIW_XDP_CNT_TRACK_LOST);
+	return FPDU_BAD;
 }
 
 /* Put @m in front of the frame. 0 on success. */
@@ -355,19 +449,20 @@ static __always_inline void steer_flow(struct xdp_md *ctx, const struct seg *s,
 	cfg = bpf_map_lookup_elem(&xiw_xdp_cfg, &zero);
 	if (!parse_fpdu || (cfg && (cfg->flags & XIW_XDP_CFG_NO_PARSE)) ||
 	    (fl->flags & XIW_XDP_FLOW_NO_PARSE) ||
-	    !(fl->flags & XIW_XDP_FLOW_FPDU_ALIGNED)) {
+	    !(fl->flags & (XIW_XDP_FLOW_FPDU_ALIGNED | XIW_XDP_FLOW_TRACK))) {
 		count(XIW_XDP_CNT_NO_FPDU);
 		return;
 	}
-	switch (parse_fpdu_hdr(ctx, s, fl, &m)) {
-	case FPDU_NONE:
-		count(XIW_XDP_CNT_NO_FPDU);
-		return;
+	switch (fl->flags & XIW_XDP_FLOW_TRACK ? track_fpdus(ctx, s, fl, &m) :
+						 parse_fpdu_hdr(ctx, s, fl, &m)) {
+	case FPDU_OK:
+		break;
 	case FPDU_BAD:
 		count(XIW_XDP_CNT_MALFORMED);
 		return;
-	case FPDU_OK:
-		break;
+	default:
+		count(XIW_XDP_CNT_NO_FPDU);
+		return;
 	}
 	m.magic = XIW_XDP_META_MAGIC;
 	m.version = XIW_XDP_META_VERSION;

@@ -16,6 +16,12 @@
  *     that do not fit the DDP model, headers cut by the segment, segments
  *     that start no FPDU; frames that end exactly at a header boundary;
  *     3000 randomly damaged frames;
+ *   - FPDU tracking (XIW_XDP_FLOW_TRACK): several FPDUs in a segment, an
+ *     FPDU spanning segments and the next starting mid-segment, headers
+ *     cut by a segment, out-of-order / old / overlapping segments, CRC on
+ *     and off, malformed lengths and headers (LOST), too many FPDUs, and
+ *     random streams with loss and damage (records name real FPDU starts
+ *     inside the frame);
  *   - a live-frame run (BPF_F_TEST_XDP_LIVE_FRAMES): the frame and its
  *     record really arrive in the AF_XDP socket's RX ring (copy mode).
  * Needs root (CAP_BPF, CAP_NET_ADMIN): skips otherwise.
@@ -945,6 +951,274 @@ static void test_random_frames(void **state)
 	del_flows();
 }
 
+
+/* ------------------------------------------- XIW_XDP_FLOW_TRACK tests */
+
+#define TRACK_F (XIW_XDP_META_F_FPDU_START | XIW_XDP_META_F_CRC_UNCHECKED | \
+		 XIW_XDP_META_F_TRACKED)
+
+/* A tracked IPv4 flow whose next FPDU starts at TCP sequence @seq. */
+static void add_track(uint32_t flags, uint32_t seq, uint32_t st)
+{
+	struct xiw_xdp_flow_key k = key_of(false);
+	struct xiw_xdp_flow v = {
+		.conn_id = CONN_ID, .flags = XIW_XDP_FLOW_TRACK | flags,
+		.xsk = XIW_XDP_XSK_BY_RXQ, .fpdu_seq = seq, .fpdu_state = st,
+	};
+
+	assert_int_equal(bpf_map_update_elem(bpf_map__fd(skel->maps.xiw_flows),
+					     &k, &v, BPF_ANY), 0);
+}
+
+static struct xiw_xdp_flow get_track(void)
+{
+	struct xiw_xdp_flow_key k = key_of(false);
+	struct xiw_xdp_flow v;
+
+	assert_int_equal(bpf_map_lookup_elem(bpf_map__fd(skel->maps.xiw_flows),
+					     &k, &v), 0);
+	return v;
+}
+
+/* Run the segment of stream octets [@from, @from + @len) of P (P[0] is
+ * TCP sequence number @seq0). */
+static void run_seg(uint32_t seq0, size_t from, size_t len)
+{
+	run(F, build(F, &(struct fx){ .seq = seq0 + (uint32_t)from,
+				      .pl = P + from, .pl_len = len }));
+}
+
+/* several FPDUs in one segment: record for the first, boundary after the
+ * last; CRC on or off changes nothing (the field is always there) */
+static void test_track_multi(void **state)
+{
+	const uint32_t S = 0xfffffe00;	/* wraps inside the stream */
+	size_t a, b, c;
+
+	(void)state;
+	if (xsk_fd < 0)
+		skip();
+	for (int crc = 0; crc < 2; crc++) {
+		add_track(crc ? XIW_XDP_FLOW_CRC : 0, S, XIW_XDP_TRACK_SYNCED);
+		a = fpdu_untagged(P, RDMAP_SEND, true, 0, 5, 0, 10);
+		b = fpdu_tagged(P + a, RDMAP_WRITE, false, 0x42, 77, 21);
+		c = fpdu_untagged(P + a + b, RDMAP_SEND_SE, true, 0, 6, 0, 3);
+		run_seg(S, 0, a + b + c);
+		expect_meta();
+		assert_int_equal(R.meta.flags, TRACK_F | XIW_XDP_META_F_LAST |
+				 XIW_XDP_META_F_MORE);
+		assert_int_equal(R.meta.fpdu_off, HDRS);
+		assert_int_equal(R.meta.tcp_seq, S);
+		assert_int_equal(R.meta.opcode, RDMAP_SEND);
+		assert_int_equal(R.meta.msn, 5);
+		assert_int_equal(R.meta.ulpdu_len, XIW_DDP_UNTAGGED_HDR + 10);
+		assert_int_equal(get_track().fpdu_seq, S + (uint32_t)(a + b + c));
+		assert_int_equal(get_track().fpdu_state, XIW_XDP_TRACK_SYNCED);
+		/* the next segment starts at the boundary: tagged record */
+		a = fpdu_tagged(P, RDMAP_READ_RESP, true, 9, 1ull << 40, 100);
+		run_seg(S + (uint32_t)(get_track().fpdu_seq - S), 0, a);
+		expect_meta();
+		assert_int_equal(R.meta.flags, TRACK_F | XIW_XDP_META_F_TAGGED |
+				 XIW_XDP_META_F_LAST);
+		assert_true(R.meta.to == 1ull << 40);
+	}
+	del_flows();
+}
+
+/* an FPDU spanning three segments; the next one starts mid-segment */
+static void test_track_spanning(void **state)
+{
+	const uint32_t S = 1000;
+	size_t a, b, seg = 1448;
+
+	(void)state;
+	if (xsk_fd < 0)
+		skip();
+	add_track(0, S, XIW_XDP_TRACK_SYNCED);
+	a = fpdu_tagged(P, RDMAP_WRITE, true, 1, 0, 3000);	/* 3020 */
+	b = fpdu_untagged(P + a, RDMAP_SEND, true, 0, 1, 0, 2000);
+	run_seg(S, 0, seg);
+	expect_meta();
+	assert_true(R.meta.flags & XIW_XDP_META_F_CONTINUES);
+	assert_int_equal(get_track().fpdu_seq, S + a);
+	run_seg(S, seg, seg);			/* the middle: nothing */
+	expect_no_fpdu();
+	assert_int_equal(get_track().fpdu_seq, S + a);
+	run_seg(S, 2 * seg, seg);		/* tail of a, head of b */
+	expect_meta();
+	assert_int_equal(R.meta.tcp_seq, S + 2 * seg);
+	assert_int_equal(R.meta.fpdu_off, HDRS + a - 2 * seg);
+	assert_int_equal(R.meta.opcode, RDMAP_SEND);
+	assert_int_equal(R.meta.ulpdu_len, XIW_DDP_UNTAGGED_HDR + 2000);
+	assert_true(R.meta.flags & XIW_XDP_META_F_CONTINUES);
+	assert_int_equal(get_track().fpdu_seq, S + a + b);
+	/* a header cut by the segment's end: its length is followed, no
+	 * record; the segment with the rest of the header has none either */
+	add_track(0, S, XIW_XDP_TRACK_SYNCED);
+	run_seg(S, 0, 8);
+	expect_no_fpdu();
+	assert_int_equal(get_track().fpdu_seq, S + a);
+	assert_int_equal(get_track().fpdu_state, XIW_XDP_TRACK_SYNCED);
+	del_flows();
+}
+
+/* out of order, old and overlapping segments */
+static void test_track_ooo(void **state)
+{
+	const uint32_t S = 50000;
+	size_t a, b, c;
+
+	(void)state;
+	if (xsk_fd < 0)
+		skip();
+	add_track(0, S, XIW_XDP_TRACK_SYNCED);
+	a = fpdu_untagged(P, RDMAP_SEND, true, 0, 1, 0, 600);
+	b = fpdu_untagged(P + a, RDMAP_SEND, true, 0, 2, 0, 600);
+	c = fpdu_untagged(P + a + b, RDMAP_SEND, true, 0, 3, 0, 600);
+	run_seg(S, a, b + c);		/* after a hole: no record, no change */
+	expect_no_fpdu();
+	assert_int_equal(get_track().fpdu_seq, S);
+	assert_int_equal(get_track().fpdu_state, XIW_XDP_TRACK_SYNCED);
+	run_seg(S - 500, 0, 400);	/* old data (seq below the boundary) */
+	expect_no_fpdu();
+	assert_int_equal(get_track().fpdu_seq, S);
+	run_seg(S - 400, 0, 400);	/* ends exactly at the boundary */
+	expect_no_fpdu();
+	assert_int_equal(get_track().fpdu_seq, S);
+	assert_int_equal(get_track().fpdu_state, XIW_XDP_TRACK_SYNCED);
+	run_seg(S, 0, a);		/* the hole filled: record, boundary a */
+	expect_meta();
+	assert_int_equal(R.meta.msn, 1);
+	assert_int_equal(get_track().fpdu_seq, S + a);
+	/* a retransmission that starts before the boundary and covers it */
+	run_seg(S, a - 100, 100 + b);
+	expect_meta();
+	assert_int_equal(R.meta.fpdu_off, HDRS + 100);
+	assert_int_equal(R.meta.msn, 2);
+	assert_int_equal(get_track().fpdu_seq, S + a + b);
+	/* duplicate of a: nothing */
+	run_seg(S, 0, a);
+	expect_no_fpdu();
+	assert_int_equal(get_track().fpdu_seq, S + a + b);
+	/* markers: the walk knows none, so such a flow is not followed */
+	add_track(XIW_XDP_FLOW_MARKERS, S, XIW_XDP_TRACK_SYNCED);
+	run_seg(S, 0, a);
+	expect_no_fpdu();
+	assert_int_equal(get_track().fpdu_seq, S);
+	del_flows();
+}
+
+/* malformed lengths and headers stop the flow (LOST) and count; a LOST
+ * flow gets no records until re-synced */
+static void test_track_malformed(void **state)
+{
+	const uint32_t S = 7;
+	size_t a, b;
+
+	(void)state;
+	if (xsk_fd < 0)
+		skip();
+	a = fpdu_untagged(P, RDMAP_SEND, true, 0, 1, 0, 40);
+	b = fpdu_untagged(P + a, RDMAP_SEND, true, 0, 2, 0, 40);
+	/* second FPDU's length below the smallest header */
+	add_track(0, S, XIW_XDP_TRACK_SYNCED);
+	xiw_put_be16(P + a, 13);
+	run_seg(S, 0, a + b);
+	expect_malformed();
+	assert_int_equal(R.d[XIW_XDP_CNT_TRACK_LOST], 1);
+	assert_int_equal(get_track().fpdu_state, XIW_XDP_TRACK_LOST);
+	assert_int_equal(get_track().fpdu_seq, S);
+	xiw_put_be16(P + a, XIW_DDP_UNTAGGED_HDR + 40);
+	run_seg(S, 0, a + b);			/* LOST: nothing */
+	expect_no_fpdu();
+	/* the first header has the wrong DDP version */
+	add_track(0, S, XIW_XDP_TRACK_SYNCED);
+	P[2] ^= 1;
+	run_seg(S, 0, a + b);
+	expect_malformed();
+	assert_int_equal(get_track().fpdu_state, XIW_XDP_TRACK_LOST);
+	P[2] ^= 1;
+	/* a length field cut by the segment: LOST, not malformed */
+	add_track(0, S, XIW_XDP_TRACK_SYNCED);
+	run_seg(S, 0, a + 1);
+	expect_meta();		/* the first FPDU is whole */
+	assert_int_equal(get_track().fpdu_state, XIW_XDP_TRACK_LOST);
+	assert_int_equal(R.d[XIW_XDP_CNT_TRACK_LOST], 1);
+	/* more FPDUs than the program follows in one segment */
+	add_track(0, S, XIW_XDP_TRACK_SYNCED);
+	for (b = 0, a = 0; a <= XIW_XDP_TRACK_MAX; a++)
+		b += fpdu_tagged(P + b, RDMAP_WRITE, true, 1, 0, 0);
+	run_seg(S, 0, b);
+	assert_int_equal(get_track().fpdu_state, XIW_XDP_TRACK_LOST);
+	/* one fewer fits */
+	add_track(0, S, XIW_XDP_TRACK_SYNCED);
+	run_seg(S, 0, b - (XIW_MPA_LEN_SIZE + XIW_DDP_TAGGED_HDR + 2 + 4));
+	expect_meta();
+	assert_int_equal(get_track().fpdu_state, XIW_XDP_TRACK_SYNCED);
+	del_flows();
+}
+
+/*
+ * Random streams of FPDUs cut into random segments, some lost, some
+ * reordered, some damaged: every record names an FPDU that really starts
+ * where it says (length field and opcode as built), no record ever claims
+ * octets beyond the frame, and the boundary never moves onto a non-FPDU
+ * octet unless a damaged length made it (then the engine re-syncs).
+ */
+static void test_track_random(void **state)
+{
+	static bool start[16384];
+	unsigned int seed = 77, it, metas = 0;
+	const uint32_t S = 0x7ffff000;
+
+	(void)state;
+	if (xsk_fd < 0)
+		skip();
+	for (it = 0; it < 200; it++) {
+		size_t len = 0, off = 0;
+		bool damaged = false;
+
+		memset(start, 0, sizeof(start));
+		while (len < 12000) {
+			start[len] = true;
+			if (rand_r(&seed) & 1)
+				len += fpdu_tagged(P + len, RDMAP_WRITE, true, 1, 0,
+						   (size_t)(rand_r(&seed) % 2000));
+			else
+				len += fpdu_untagged(P + len, RDMAP_SEND, true, 0, 1, 0,
+						     (size_t)(rand_r(&seed) % 200));
+		}
+		add_track(0, S, XIW_XDP_TRACK_SYNCED);
+		while (off < len) {
+			size_t n = 1 + (size_t)rand_r(&seed) % 1448, fo;
+			unsigned int r = (unsigned int)rand_r(&seed) % 16;
+
+			if (off + n > len)
+				n = len - off;
+			if (r == 0) {		/* lost: next one is out of order */
+				off += n;
+				continue;
+			}
+			if (r == 1) {		/* damaged octet */
+				P[off + (size_t)rand_r(&seed) % n] ^= 0x5a;
+				damaged = true;
+			}
+			run_seg(S, off, n);
+			if (R.has_meta) {
+				metas++;
+				fo = R.meta.tcp_seq - S + R.meta.fpdu_off - R.meta.payload_off;
+				assert_true((uint32_t)R.meta.fpdu_off + XIW_MPA_LEN_SIZE <= R.out_len - R.ctx.data);
+				assert_true(fo >= off && fo < off + n);
+				if (!damaged)
+					assert_true(start[fo]);
+			}
+			off += n;
+		}
+	}
+	print_message("track random: %u records\n", metas);
+	del_flows();
+}
+
 /*
  * Live frames (BPF_F_TEST_XDP_LIVE_FRAMES): the redirect really happens,
  * so the frame and the record in front of it must arrive in the AF_XDP
@@ -1096,6 +1370,11 @@ int main(void)
 		cmocka_unit_test(test_short_frames),
 		cmocka_unit_test(test_bad_l3l4),
 		cmocka_unit_test(test_random_frames),
+		cmocka_unit_test(test_track_multi),
+		cmocka_unit_test(test_track_spanning),
+		cmocka_unit_test(test_track_ooo),
+		cmocka_unit_test(test_track_malformed),
+		cmocka_unit_test(test_track_random),
 		cmocka_unit_test(test_live_redirect),
 	};
 

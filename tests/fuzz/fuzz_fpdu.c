@@ -69,7 +69,7 @@ static int fz_done(void *arg, const struct xiw_fpdu_hdr *h)
 	return 0;
 }
 
-static const struct xiw_rx_ops fz_ops = { fz_place, fz_done };
+static const struct xiw_rx_ops fz_ops = { .place = fz_place, .done = fz_done };
 
 /* Copy up to @want stream bytes into the iovecs, like recvmsg. */
 static size_t fz_recv(const struct iovec *iov, int n, const uint8_t *p,

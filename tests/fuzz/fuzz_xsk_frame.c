@@ -23,7 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct xiw_xdp_meta m;
 	struct utcp_seg s;
-	uint32_t head, len, conn;
+	struct xiw_xdp_meta got;
+	uint32_t head, len;
 	uint8_t *buf, *f;
 	int r;
 
@@ -74,11 +75,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		memcpy(f - sizeof(m), &m, sizeof(m));
 	}
-	r = xsk_frame_parse(f, len, head, &s, &conn);
+	r = xsk_frame_parse(f, len, head, &s, &got);
 	if (r == 1) {
 		/* what was accepted must hold */
 		if (m.tcp_seq != s.seq || m.payload_off != (uint32_t)(s.data - f) ||
-		    (uint32_t)m.fpdu_off + 2 > len || conn != m.conn_id ||
+		    (uint32_t)m.fpdu_off + 2 > len || memcmp(&got, &m, sizeof(m)) ||
 		    ((uint32_t)f[m.fpdu_off] << 8 | f[m.fpdu_off + 1]) != m.ulpdu_len)
 			abort();
 	} else if (r != 0 && r != -EBADMSG && r != -EINVAL) {

@@ -42,8 +42,10 @@
 #             utcp (AF_XDP) against the guest's Linux 6.1 TCP and siw.
 #             rping -v -V, xiwarp CRC off and on; the six perftests -R at
 #             64 KB; rdma_server/rdma_client. Each cell also needs the
-#             XDP "steered" counter to move and no xiwarp process to fall
-#             back to ksock. AF_XDP frames bypass the tap's packet
+#             XDP "steered" counter to move, no xiwarp process to fall
+#             back to ksock and no FPDU record rejected (meta_mismatch);
+#             rping cells need records written (parsed) and used
+#             (meta_used). AF_XDP frames bypass the tap's packet
 #             capture, so these cells have no tshark/mpa_walk verdict.
 # Every rping cell (rping -v -V -C 100 -S 4096 on both ends) is captured
 # on the tap and judged: tshark decodes the MPA request/reply and every
@@ -762,17 +764,27 @@ cell_close() { # MODE
 	fi
 }
 
-# xsk_steered: the xiw_xdp "steered" counter of our tap (empty: none)
-xsk_steered() {
+# xsk_cnt NAME: counter NAME of `xiwctl stat` on our tap (empty: none)
+xsk_cnt() {
 	ns "$XIWCTL" stat "$SIW_TAP" 2>/dev/null |
-		sed -n 's/.*all counters:.* steered=\([0-9]*\).*/\1/p' | head -n 1
+		sed -n "s/.*all counters:.* $1=\([0-9]*\).*/\1/p" | head -n 1
 }
 
-# xsk_judge STEERED0: after an xsk cell that passed, the traffic must have
-# gone through AF_XDP (steered counter moved) and no xiwarp process may
-# have fallen back to kernel TCP; turns the cell's PASS into a FAIL if not
+# xsk_steered: the xiw_xdp "steered" counter of our tap (empty: none)
+xsk_steered() { xsk_cnt steered; }
+
+# xsk_meta: "parsed meta_used meta_mismatch" (FPDU records of the XDP
+# program, used / rejected by the engine)
+xsk_meta() { echo "$(xsk_cnt parsed) $(xsk_cnt meta_used) $(xsk_cnt meta_mismatch)"; }
+
+# xsk_judge STEERED0 META0: after an xsk cell that passed, the traffic must
+# have gone through AF_XDP (steered counter moved), no xiwarp process may
+# have fallen back to kernel TCP, no FPDU record may have been rejected
+# (meta_mismatch), and in rping cells (FPDUs both ways) records must have
+# been written by XDP and used by the engine; turns the PASS into a FAIL
+# if not
 xsk_judge() {
-	local s0=$1 s1 why="" f min=20
+	local s0=$1 s1 why="" f min=20 p0 u0 m0 p1 u1 m1
 	# rdma_server/rdma_client: a handshake, MPA, one SEND each way, close
 	case $CUR in */rdmacm/*) min=3 ;; esac
 	s1=$(xsk_steered)
@@ -782,11 +794,19 @@ xsk_judge() {
 		[ -f "$f" ] || continue
 		grep -q 'use ksock (kernel TCP)' "$f" && why+="${f##*/}: fell back to ksock: $(grep -m1 'use ksock' "$f" | cut -c1-100); "
 	done
-	XSKWHY=$why XSKNOTE="steered $((${s1:-0} - ${s0:-0})) frames"
+	read -r p0 u0 m0 <<<"$2"
+	read -r p1 u1 m1 <<<"$(xsk_meta)"
+	p0=${p0:-0} u0=${u0:-0} m0=${m0:-0} p1=${p1:-0} u1=${u1:-0} m1=${m1:-0}
+	[ $((m1 - m0)) -eq 0 ] || why+="meta_mismatch $((m1 - m0)) (records rejected); "
+	case $CUR in */rping/*)
+		[ $((p1 - p0)) -gt 0 ] && [ $((u1 - u0)) -gt 0 ] ||
+			why+="FPDU records: parsed $((p1 - p0)), meta_used $((u1 - u0)) (want > 0); " ;;
+	esac
+	XSKWHY=$why XSKNOTE="steered $((${s1:-0} - ${s0:-0})) frames, parsed $((p1 - p0)), meta_used $((u1 - u0)), meta_mismatch $((m1 - m0))"
 }
 
 run_cell() { # CELL
-	local c=$1 role what s0 line
+	local c=$1 role what s0 m0 line
 	CUR=$c
 	CELLDIR=$RUNDIR/$(printf '%s' "$c" | tr -c 'A-Za-z0-9_.+-' '_')
 	mkdir -p "$CELLDIR"
@@ -797,6 +817,7 @@ run_cell() { # CELL
 		c=${c#xsk/}
 		XENV+=(XIW_TRANSPORT=xsk)
 		s0=$(xsk_steered)
+		m0=$(xsk_meta)
 		;;
 	esac
 	role=${c#*/}; role=${role%%/*}
@@ -814,7 +835,7 @@ run_cell() { # CELL
 	[ "$XSKCELL" = 1 ] || return 0
 	line=$(cat "$CELLDIR/result" 2>/dev/null)
 	case $line in PASS*) ;; *) return 0 ;; esac
-	xsk_judge "$s0"
+	xsk_judge "$s0" "$m0"
 	if [ -n "$XSKWHY" ]; then
 		# the cell ran, but not over AF_XDP + utcp: it fails
 		NPASS=$((NPASS - 1)) NFAIL=$((NFAIL + 1))

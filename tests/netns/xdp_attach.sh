@@ -138,7 +138,8 @@ register_flow_check() {
 	fi
 	zeros12="00 00 00 00 00 00 00 00 00 00 00 00"
 	key="$(ip4 "$XIW_IP_B") $zeros12 $(ip4 "$XIW_IP_A") $zeros12 $(be16 $sport) $(be16 $((port + 1))) 04 00 00 00"
-	val="$(le32 77) $(le32 1) ff ff ff ff $(le32 0) 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"
+	# conn_id flags xsk mpa_seq0 fpdu_seq fpdu_state packets bytes (ABI 2)
+	val="$(le32 77) $(le32 1) ff ff ff ff $(le32 0) $(le32 0) $(le32 0) 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"
 	# shellcheck disable=SC2086 # one hex octet per word
 	if ! xiw_in A bpftool map update id "$map" key hex $key value hex $val; then
 		bad "registered flow: bpftool map update failed"

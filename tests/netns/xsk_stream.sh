@@ -21,6 +21,13 @@
 #          go to ERROR, flush its WRs and report DISCONNECTED
 #   vanish the same, but the forwarder turns into a black hole: utcp's
 #          RTO gives up (XIW_XSK_RETRIES=4), QP ERROR, WRs flush
+#   records RDMA with 2 % loss, reordering and duplication: rping -V -S
+#          16384 (data verified) and ib_read_bw -R, B (xsk) the client, A
+#          (ksock, kernel TCP: segments do not follow FPDUs) the server;
+#          B's XDP program must keep writing FPDU records (parsed) that the
+#          engine uses (meta_used) and never rejects (meta_mismatch 0):
+#          the boundary survives holes and is re-synced (resync) when a
+#          retransmission moves it into data already held
 #
 # Exit 0 all passed, 1 some failed, 77 not root / no namespaces.
 # timeout: 1500
@@ -236,6 +243,40 @@ fault_case() {
 	fi
 }
 
+# records_case: FPDU records through loss (B, xsk, receives READ responses,
+# rping's RDMA WRITEs and SENDs from A's kernel TCP).
+records_case() {
+	local name=records port=$((9500 + RANDOM % 90)) p0 u0 m0 r0 p1 u1 m1 r1 n rc=0 why
+	local xiwrun=$BUILD/bin/xiwrun
+	fwd_start "$name" -l 2 -r 2 -d 2 -s 22
+	p0=$(utcp_cnt parsed) u0=$(utcp_cnt meta_used) m0=$(utcp_cnt meta_mismatch) r0=$(utcp_cnt resync)
+	XIW_LOGDIR=$LOGDIR
+	if xiw_pair rec-rping "$port" $((120 * TMUL)) \
+		env XIW_TRANSPORT=ksock "$xiwrun" rping -s -a "$XIW_IP_A" -p "$port" -S 16384 -- \
+		env XIW_TRANSPORT=xsk "$xiwrun" rping -c -a "$XIW_IP_A" -p "$port" -v -V -C 300 -S 16384; then
+		n=$(grep -c '^ping data: ' "$XIW_PAIR_CLOG" || true)
+		[ "$n" -eq 300 ] || { rc=1; why="rping: $n of 300 pings verified"; }
+	else
+		rc=1
+		why="rping: $XIW_PAIR_WHY"
+	fi
+	port=$((port + 1))
+	if [ $rc = 0 ] && ! xiw_pair rec-read "$port" $((120 * TMUL)) \
+		env XIW_TRANSPORT=ksock "$xiwrun" ib_read_bw -R -F -p "$port" -n 2000 -- \
+		env XIW_TRANSPORT=xsk "$xiwrun" ib_read_bw -R -F -p "$port" -n 2000 "$XIW_IP_A"; then
+		rc=1
+		why="ib_read_bw: $XIW_PAIR_WHY"
+	fi
+	fwd_stop
+	p1=$(utcp_cnt parsed) u1=$(utcp_cnt meta_used) m1=$(utcp_cnt meta_mismatch) r1=$(utcp_cnt resync)
+	local cnt="B: parsed $((p1 - p0)), meta_used $((u1 - u0)), meta_mismatch $((m1 - m0)), resync $((r1 - r0)), track_lost $(utcp_cnt track_lost) (total)"
+	if [ $rc = 0 ] && [ $((p1 - p0)) -gt 0 ] && [ $((u1 - u0)) -gt 0 ] && [ $((m1 - m0)) -eq 0 ]; then
+		result "$name" 0 "300 rpings -S 16384 verified, ib_read_bw done; fwd: $(grep -o 'forwarded.*' "$FLOG" | tail -n 1); $cnt"
+	else
+		result "$name" 1 "${why:-records}; $cnt" "$XIW_PAIR_CLOG" "$XIW_PAIR_CERR" "$XIW_PAIR_SERR" "$FLOG"
+	fi
+}
+
 main() {
 	local prefix="xk-st-$$" rc=0
 	xiw_netns_trap "$prefix"
@@ -251,6 +292,7 @@ main() {
 	zc_case
 	fault_case rst rst
 	fault_case vanish vanish
+	records_case
 	echo "subcases: $npass passed, $nfail failed"
 	[ $nfail = 0 ] || { echo "failed: ${failed[*]}"; exit 1; }
 }

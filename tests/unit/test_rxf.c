@@ -232,7 +232,7 @@ static int sink_done(void *arg, const struct xiw_fpdu_hdr *h)
 	return 0;
 }
 
-static const struct xiw_rx_ops sink_ops = { sink_place, sink_done };
+static const struct xiw_rx_ops sink_ops = { .place = sink_place, .done = sink_done };
 
 static void sink_init(struct sink *s, const struct stream *st)
 {
@@ -558,7 +558,7 @@ static int bad_place(void *arg, const struct xiw_fpdu_hdr *h,
 
 static void test_place_bad_dst(void **state)
 {
-	static const struct xiw_rx_ops ops = { bad_place, sink_done };
+	static const struct xiw_rx_ops ops = { .place = bad_place, .done = sink_done };
 	struct stream st;
 	struct xiw_rx rx;
 	struct sink s;
@@ -662,6 +662,115 @@ static void test_last_octet_own_store(void **state)
 	stream_free(&st);
 }
 
+
+/* ---------------------------------------- transport records (xsk XDP) */
+
+/* What the transport would hand over: a record for every FPDU (right, or
+ * with a wrong MPA length at @bad), and what the machine reported. */
+static struct {
+	const struct stream *st;
+	int bad;			/* FPDU index with a wrong record */
+	int asked, used, mismatch, none;
+	int next_wrong;			/* next_off not the next FPDU's */
+} M;
+
+static int meta_of(void *arg, uint32_t off, struct xiw_llp_fpdu *out)
+{
+	const struct stream *st = M.st;
+
+	(void)arg;
+	M.asked++;
+	for (int i = 0; i < st->nfpdu; i++) {
+		const struct xiw_fpdu_hdr *h = &st->hdr[i];
+
+		if (st->fpdu_off[i] != off)
+			continue;
+		*out = (struct xiw_llp_fpdu){
+			.ulpdu_len = (uint16_t)(h->payload_len + h->hdr_len),
+			.opcode = h->opcode, .tagged = h->tagged,
+			.last = h->last, .stag = h->stag, .to = h->to,
+			.qn = h->qn, .msn = h->msn, .mo = h->mo,
+		};
+		if (i == M.bad)
+			out->ulpdu_len++;
+		return 1;
+	}
+	return 0;
+}
+
+static void meta_done(void *arg, enum xiw_llp_meta_res res, uint32_t next)
+{
+	const struct stream *st = M.st;
+	bool found = false;
+
+	(void)arg;
+	M.used += res == XIW_LLP_META_USED;
+	M.mismatch += res == XIW_LLP_META_MISMATCH;
+	M.none += res == XIW_LLP_META_NONE;
+	for (int i = 1; i <= st->nfpdu; i++)
+		found |= (i < st->nfpdu ? st->fpdu_off[i] : st->len) == next;
+	M.next_wrong += !found;
+}
+
+static const struct xiw_rx_ops meta_ops = {
+	.place = sink_place, .done = sink_done, .meta = meta_of,
+	.meta_done = meta_done,
+};
+
+/*
+ * A record replaces the decode only for WRITE, READ response, SEND and
+ * SEND_SE, and only when it agrees with the octets (MPA length, opcode):
+ * the headers place() sees are the same as decoded ones, a wrong record is
+ * a mismatch (decoded instead), and next_off is always the next FPDU.
+ */
+static void test_meta_records(void **state)
+{
+	struct stream st;
+	struct xiw_rx rx;
+	struct sink s;
+	int usable = 0;
+
+	(void)state;
+	stream_build(&st, 40, true, false, 0);
+	for (int i = 0; i < st.nfpdu; i++) {
+		uint8_t op = st.hdr[i].opcode;
+
+		usable += op == RDMAP_WRITE || op == RDMAP_READ_RESP ||
+			  op == RDMAP_SEND || op == RDMAP_SEND_SE;
+	}
+	for (int bad = -1; bad < 2; bad++) {
+		memset(&M, 0, sizeof(M));
+		M.st = &st;
+		M.bad = bad;
+		sink_init(&s, &st);
+		xiw_rx_init(&rx, &meta_ops, &s, true, false, MAX_ULPDU);
+		assert_int_equal(feed_retry(&rx, st.buf, 0, st.len, 333, 64), 0);
+		drain(&rx);
+		assert_int_equal(s.ndone, st.nfpdu);
+		assert_int_equal(s.hdr_mismatch, 0);
+		assert_memory_equal(s.mem + GUARD, st.expect, st.total_payload);
+		assert_int_equal(M.asked, st.nfpdu);
+		assert_int_equal(M.next_wrong, 0);
+		assert_int_equal(M.used + M.mismatch + M.none, st.nfpdu);
+		assert_int_equal(M.mismatch, bad >= 0);
+		assert_int_equal(M.used, usable - (bad >= 0 &&
+			(st.hdr[bad].opcode == RDMAP_WRITE ||
+			 st.hdr[bad].opcode == RDMAP_SEND)));
+		free(s.mem);
+	}
+	/* markers: records are never asked for */
+	memset(&M, 0, sizeof(M));
+	stream_free(&st);
+	stream_build(&st, 10, false, true, 0);
+	M.st = &st;
+	sink_init(&s, &st);
+	xiw_rx_init(&rx, &meta_ops, &s, false, true, MAX_ULPDU);
+	assert_int_equal(feed_retry(&rx, st.buf, 0, st.len, SIZE_MAX, 64), 0);
+	assert_int_equal(M.asked + M.used + M.none, 0);
+	free(s.mem);
+	stream_free(&st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -677,6 +786,7 @@ int main(void)
 		cmocka_unit_test(test_place_bad_dst),
 		cmocka_unit_test(test_iov_no_payload_lookahead),
 		cmocka_unit_test(test_last_octet_own_store),
+		cmocka_unit_test(test_meta_records),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -550,6 +550,7 @@ struct xiw_qp {
 	/* receive side: rx_lock (see the lock rules at the top) */
 	pthread_mutex_t rx_lock;
 	struct xiw_rx rx;
+	struct xiw_llp *rx_llp_cur;	/* the stream rx_step() reads (records) */
 	struct xiw_rxstate rxs;
 	bool rtr_wait;
 	atomic_bool rx_stop;

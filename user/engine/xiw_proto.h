@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include "llp.h"
 
 /* ------------------------------------------------------------ CRC32C --- */
 
@@ -257,6 +258,10 @@ struct xiw_rx_ops {
 	int (*place)(void *arg, const struct xiw_fpdu_hdr *h,
 		     struct iovec *dst, int *ndst);
 	int (*done)(void *arg, const struct xiw_fpdu_hdr *h);
+	/* optional: the transport's record of the FPDU at stream offset
+	 * @off (xiw_llp_fpdu_meta) and how it fared (xiw_llp_fpdu_done) */
+	int (*meta)(void *arg, uint32_t off, struct xiw_llp_fpdu *out);
+	void (*meta_done)(void *arg, enum xiw_llp_meta_res res, uint32_t next_off);
 };
 
 /**

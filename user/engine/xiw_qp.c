@@ -677,6 +677,8 @@ int xiw_qp_attach(struct xiw_qp *qp, struct xiw_cm_conn *conn,
 	qp->tx_dead = qp->shutdown_pending = qp->tx_wait_write = false;
 	xiw_tx_reset(qp);
 	xiw_rx_reset(qp);
+	/* the CM read exactly the MPA frames: the next octet is FPDU 0's */
+	xiw_llp_fpdu_stream(llp, p->crc, p->markers_rx);
 	qp_set_state(qp, IBV_QPS_RTS);
 	xiw_tx_unlock(qp);
 

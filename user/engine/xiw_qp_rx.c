@@ -548,9 +548,27 @@ static int qp_done(void *arg, const struct xiw_fpdu_hdr *h)
 	}
 }
 
+/* The transport's record of the FPDU at @off (rx_lock held, in rx_step). */
+static int qp_meta(void *arg, uint32_t off, struct xiw_llp_fpdu *out)
+{
+	struct xiw_qp *qp = arg;
+
+	return qp->rx_llp_cur ? xiw_llp_fpdu_meta(qp->rx_llp_cur, off, out) : 0;
+}
+
+static void qp_meta_done(void *arg, enum xiw_llp_meta_res res, uint32_t next_off)
+{
+	struct xiw_qp *qp = arg;
+
+	if (qp->rx_llp_cur)
+		xiw_llp_fpdu_done(qp->rx_llp_cur, res, next_off);
+}
+
 const struct xiw_rx_ops xiw_rx_ops_qp = {
 	.place = qp_place,
 	.done = qp_done,
+	.meta = qp_meta,
+	.meta_done = qp_meta_done,
 };
 
 /**
@@ -925,6 +943,7 @@ static int rx_step(struct xiw_qp *qp, struct xiw_llp *l, int mode)
 	ssize_t n;
 	int cnt;
 
+	qp->rx_llp_cur = l;	/* headers decoded below may use its records */
 	cnt = xiw_rx_iov(&qp->rx, iov, 64);
 	if (cnt == -EAGAIN) {	/* no posted receive, or no CQE slot */
 		if (mode == RXM_PG) {

@@ -224,12 +224,73 @@ static int rx_place(struct xiw_rx *rx)
 	return rx_settle(rx);
 }
 
+/* Opcodes whose whole header a record carries (no RDMAP body, no
+ * Invalidate STag): the others are always decoded. */
+static bool rx_meta_op(uint8_t op, bool tagged)
+{
+	if (tagged)
+		return op == RDMAP_WRITE || op == RDMAP_READ_RESP;
+	return op == RDMAP_SEND || op == RDMAP_SEND_SE;
+}
+
+/*
+ * The header from the transport's record of this FPDU instead of decoding
+ * rx->hbuf. The record was found for exactly this stream offset (so for
+ * this connection and sequence number, xiw_llp_fpdu_meta); here it must
+ * agree with the octets we hold where that costs nothing (MPA length and
+ * opcode octet, the header length xiw_hdr_len() found) and be sane as
+ * xiw_hdr_decode() would demand (RFC 5041 §7.2 QN, RFC 5044 §4.1 length).
+ * Return: XIW_LLP_META_USED (rx->hdr filled), _NONE or _MISMATCH.
+ */
+static enum xiw_llp_meta_res rx_hdr_meta(struct xiw_rx *rx)
+{
+	uint16_t hl = (uint16_t)(rx->need - XIW_MPA_LEN_SIZE);
+	struct xiw_fpdu_hdr *h = &rx->hdr;
+	struct xiw_llp_fpdu m;
+
+	if (!rx->ops->meta || rx->markers ||
+	    rx->ops->meta(rx->arg, rx->len_pos, &m) != 1)
+		return XIW_LLP_META_NONE;
+	if (m.ulpdu_len != xiw_get_be16(rx->hbuf) ||
+	    m.opcode != (rx->hbuf[3] & XIW_RDMAP_OPCODE_MASK) ||
+	    m.tagged != !!(rx->hbuf[2] & XIW_DDP_T) ||
+	    hl < (m.tagged ? XIW_DDP_TAGGED_HDR : XIW_DDP_UNTAGGED_HDR))
+		return XIW_LLP_META_MISMATCH;
+	if (!rx_meta_op(m.opcode, m.tagged))
+		return XIW_LLP_META_NONE;	/* right, but not enough */
+	if (hl != (m.tagged ? XIW_DDP_TAGGED_HDR : XIW_DDP_UNTAGGED_HDR) ||
+	    m.ulpdu_len < hl || m.ulpdu_len > rx->max_ulpdu ||
+	    (!m.tagged && m.qn != XIW_DDP_QN_SEND))
+		return XIW_LLP_META_MISMATCH;
+	memset(h, 0, sizeof(*h));
+	h->ulpdu_len = m.ulpdu_len;
+	h->hdr_len = hl;
+	h->payload_len = m.ulpdu_len - hl;
+	h->pad = (uint8_t)xiw_mpa_pad(m.ulpdu_len);
+	h->opcode = m.opcode;
+	h->tagged = m.tagged;
+	h->last = m.last;
+	h->stag = m.stag;
+	h->to = m.to;
+	h->qn = m.qn;
+	h->msn = m.msn;
+	h->mo = m.mo;
+	return XIW_LLP_META_USED;
+}
+
 static int rx_hdr_done(struct xiw_rx *rx)
 {
-	int ret = xiw_hdr_decode(rx->hbuf, rx->need, rx->max_ulpdu, &rx->hdr);
+	enum xiw_llp_meta_res res = rx_hdr_meta(rx);
+	int ret = 0;
 
+	if (res != XIW_LLP_META_USED)
+		ret = xiw_hdr_decode(rx->hbuf, rx->need, rx->max_ulpdu, &rx->hdr);
 	if (ret)
 		return rx_fail(rx, ret);
+	if (rx->ops->meta_done && !rx->markers)
+		rx->ops->meta_done(rx->arg, res, rx->len_pos + XIW_MPA_LEN_SIZE +
+				   rx->hdr.ulpdu_len + rx->hdr.pad +
+				   XIW_MPA_CRC_SIZE);
 	ret = rx_place(rx);
 	return ret == -EAGAIN ? 0 : ret;
 }

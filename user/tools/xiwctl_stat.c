@@ -24,6 +24,12 @@ static const char *const cnt_name[XIW_XDP_CNT_MAX] = {
 	[XIW_XDP_CNT_BAD_L3L4] = "bad_l3l4",
 	[XIW_XDP_CNT_META_FAIL] = "meta_fail",
 	[XIW_XDP_CNT_DROPPED] = "dropped",
+	[XIW_XDP_CNT_TRACK_LOST] = "track_lost",
+};
+
+/* what the engines owning the XSKMAP slots add (struct xiw_xdp_slot_cnt) */
+struct slot_sum {
+	__u64 retrans, sacked, meta_used, meta_mismatch, resync;
 };
 
 /* Sum the per-CPU counters into @sum. 0 or -errno. */
@@ -68,10 +74,13 @@ static void endpoint(char *buf, size_t len, __u8 family, const __u32 *addr,
 	}
 }
 
-static void flow_flags(char *buf, size_t len, __u32 f)
+/* @st: struct xiw_xdp_flow.fpdu_state (the program's FPDU tracking) */
+static void flow_flags(char *buf, size_t len, __u32 f, __u32 st)
 {
-	snprintf(buf, len, "%s%s%s%s",
+	snprintf(buf, len, "%s%s%s%s%s",
 		 f & XIW_XDP_FLOW_FPDU_ALIGNED ? "aligned," : "",
+		 !(f & XIW_XDP_FLOW_TRACK) ? "" :
+		 st == XIW_XDP_TRACK_LOST ? "track-lost," : "track,",
 		 f & XIW_XDP_FLOW_MARKERS ? "markers," : "",
 		 f & XIW_XDP_FLOW_CRC ? "crc," : "",
 		 f & XIW_XDP_FLOW_NO_PARSE ? "no-parse," : "");
@@ -109,7 +118,7 @@ static int print_flows(int fd)
 			       "packets", "bytes");
 		endpoint(peer, sizeof(peer), k.family, k.saddr, k.sport);
 		endpoint(local, sizeof(local), k.family, k.daddr, k.dport);
-		flow_flags(fl, sizeof(fl), v.flags);
+		flow_flags(fl, sizeof(fl), v.flags, v.fpdu_state);
 		xsk_name(xs, sizeof(xs), v.xsk);
 		printf("    %10u  %-24s %-24s %-20s %4s %12llu %14llu\n",
 		       v.conn_id, peer, local, fl, xs,
@@ -160,22 +169,26 @@ static int xsk_slots(int fd)
 }
 
 /*
- * Sum the per-slot counters (retransmitted segments and SACKed octets
- * that the engines owning the slots add). 0, or -ENOENT without the map.
+ * Sum the per-slot counters (retransmitted segments, SACKed octets,
+ * records used and rejected, re-syncs, added by the engines owning the
+ * slots). 0, or -ENOENT without the map.
  */
-static int read_slot_counters(int fd, __u64 *retrans, __u64 *sacked)
+static int read_slot_counters(int fd, struct slot_sum *sum)
 {
 	struct xiw_xdp_slot_cnt sc;
 	__u32 i;
 
-	*retrans = *sacked = 0;
+	memset(sum, 0, sizeof(*sum));
 	if (fd < 0)
 		return -ENOENT;
 	for (i = 0; i < XIW_XDP_MAX_XSKS; i++) {
 		if (bpf_map_lookup_elem(fd, &i, &sc))
 			break;
-		*retrans += sc.retrans;
-		*sacked += sc.sacked;
+		sum->retrans += sc.retrans;
+		sum->sacked += sc.sacked;
+		sum->meta_used += sc.meta_used;
+		sum->meta_mismatch += sc.meta_mismatch;
+		sum->resync += sc.resync;
 	}
 	return 0;
 }
@@ -184,8 +197,10 @@ static int read_slot_counters(int fd, __u64 *retrans, __u64 *sacked)
 int xiwctl_stat_one(const struct xiwctl_att *a)
 {
 	struct xiw_xdp_cfg cfg = { 0 };
-	__u64 c[XIW_XDP_CNT_MAX], rtx, sacked;
-	char rtxs[24] = "-", sackeds[24] = "-";
+	__u64 c[XIW_XDP_CNT_MAX];
+	struct slot_sum ss;
+	char rtxs[24] = "-", sackeds[24] = "-", useds[24] = "-",
+	     mism[24] = "-", resyncs[24] = "-";
 	__u32 zero = 0, i;
 	int err;
 
@@ -206,9 +221,12 @@ int xiwctl_stat_one(const struct xiwctl_att *a)
 			a->ifname, strerror(-err));
 		return err;
 	}
-	if (!read_slot_counters(a->slot_cnt_fd, &rtx, &sacked)) {
-		snprintf(rtxs, sizeof(rtxs), "%llu", (unsigned long long)rtx);
-		snprintf(sackeds, sizeof(sackeds), "%llu", (unsigned long long)sacked);
+	if (!read_slot_counters(a->slot_cnt_fd, &ss)) {
+		snprintf(rtxs, sizeof(rtxs), "%llu", (unsigned long long)ss.retrans);
+		snprintf(sackeds, sizeof(sackeds), "%llu", (unsigned long long)ss.sacked);
+		snprintf(useds, sizeof(useds), "%llu", (unsigned long long)ss.meta_used);
+		snprintf(mism, sizeof(mism), "%llu", (unsigned long long)ss.meta_mismatch);
+		snprintf(resyncs, sizeof(resyncs), "%llu", (unsigned long long)ss.resync);
 	}
 	printf("  %-10s %-10s %-10s %-10s %-10s %-12s %-12s\n", "steered",
 	       "passed", "parsed", "dropped", "malformed", "retransmit*",
@@ -222,10 +240,13 @@ int xiwctl_stat_one(const struct xiwctl_att *a)
 	printf("  all counters:");
 	for (i = 0; i < XIW_XDP_CNT_MAX; i++)
 		printf(" %s=%llu", cnt_name[i], (unsigned long long)c[i]);
-	printf(" retransmitted=%s sacked_bytes=%s", rtxs, sackeds);
+	printf(" retransmitted=%s sacked_bytes=%s meta_used=%s meta_mismatch=%s"
+	       " resync=%s", rtxs, sackeds, useds, mism, resyncs);
 	printf("\n  * segments utcp (xiwarp's user-space TCP) retransmitted and "
 	       "octets its peers SACKed,\n    added by the processes owning "
-	       "the AF_XDP sockets (map %s; \"-\": an object without it)\n",
+	       "the AF_XDP sockets (map %s; \"-\": an object without it);\n"
+	       "    meta_used/meta_mismatch: FPDU headers the engine took from "
+	       "the records / records it rejected\n",
 	       XIW_XDP_MAP_SLOT_CNT);
 	printf("  AF_XDP socket slots (%s, one per RX queue): %d\n",
 	       XIW_XDP_MAP_XSKS, xsk_slots(a->xsks_fd));

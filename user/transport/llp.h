@@ -30,6 +30,30 @@
 struct xiw_llp;
 
 /**
+ * struct xiw_llp_fpdu - an FPDU header as the transport's packet parser
+ * (the XDP program) saw it, for the engine's receive machine
+ * (xiw_llp_fpdu_meta). Host byte order.
+ * @ulpdu_len: MPA ULPDU length (RFC 5044 §4.1).
+ * @opcode:    RDMAP opcode (RFC 5040 §4.3).
+ * @tagged:    DDP T bit; @stag/@to valid, else @qn/@msn/@mo (RFC 5041).
+ * @last:      DDP L bit.
+ */
+struct xiw_llp_fpdu {
+	uint16_t ulpdu_len;
+	uint8_t opcode;
+	bool tagged, last;
+	uint32_t stag, qn, msn, mo;
+	uint64_t to;
+};
+
+/* xiw_llp_fpdu_done() outcomes */
+enum xiw_llp_meta_res {
+	XIW_LLP_META_NONE,	/* no record: the engine decoded the header */
+	XIW_LLP_META_USED,	/* the record replaced the decode */
+	XIW_LLP_META_MISMATCH,	/* a record failed the engine's checks */
+};
+
+/**
  * struct xiw_llp_cb - upcalls to the connection's owner (the CM during MPA
  * negotiation, the QP afterwards), on the progress thread.
  * @readable: bytes (or EOF) are waiting: call xiw_llp_recv() until -EAGAIN.
@@ -46,8 +70,9 @@ struct xiw_llp_cb {
 
 /**
  * struct xiw_llp_ops - one transport's implementation of the seam. Every
- * member is mandatory; the semantics are those of the xiw_llp_*() wrapper
- * of the same name below.
+ * member is mandatory except @fpdu_stream, @fpdu_meta and @fpdu_done
+ * (NULL: the transport parses no FPDU headers, as ksock); the semantics
+ * are those of the xiw_llp_*() wrapper of the same name below.
  * @name: "ksock", "xsk" (logs, xiw_llp_name()).
  * @ack_events: the transport sees every ACK itself (utcp): tracing ACKs
  *              costs nothing, so the engine arms watermarks even for
@@ -78,6 +103,11 @@ struct xiw_llp_ops {
 	bool (*zc_released)(struct xiw_llp *l, uint32_t id);
 	bool (*zc_outstanding)(struct xiw_llp *l);
 	int (*zc_quiesce)(struct xiw_llp *l, unsigned int max_ms);
+	/* optional (NULL: the transport parses no FPDUs) */
+	void (*fpdu_stream)(struct xiw_llp *l, bool crc, bool markers);
+	int (*fpdu_meta)(struct xiw_llp *l, uint64_t off, struct xiw_llp_fpdu *out);
+	void (*fpdu_done)(struct xiw_llp *l, enum xiw_llp_meta_res res,
+			  uint64_t next_off);
 };
 
 /**
@@ -237,6 +267,48 @@ static inline ssize_t xiw_llp_send_zc(struct xiw_llp *l, const struct iovec *iov
 				      int n, uint32_t *id, bool *zc)
 {
 	return l->ops->send_zc(l, iov, n, id, zc);
+}
+
+/*
+ * FPDU records (xsk: the XDP program's struct xiw_xdp_meta). Offsets are
+ * FPDU-stream offsets as in struct xiw_rx: octets from the first one after
+ * the peer's MPA frame.
+ */
+/**
+ * xiw_llp_fpdu_stream() - the next octet xiw_llp_recv() returns is the
+ * first of the peer's FPDU stream (offset 0), framed with MPA CRC @crc and
+ * markers @markers (RFC 5044 §4.3, §4.1): the transport may start to
+ * parse FPDU headers in front of the engine. No-op where it cannot.
+ */
+static inline void xiw_llp_fpdu_stream(struct xiw_llp *l, bool crc, bool markers)
+{
+	if (l->ops->fpdu_stream)
+		l->ops->fpdu_stream(l, crc, markers);
+}
+
+/**
+ * xiw_llp_fpdu_meta() - the transport's record of the FPDU whose MPA
+ * length field is at stream offset @off, if it has one for exactly that
+ * offset (and the connection). Records for earlier offsets are dropped.
+ * Return: 1 (@out filled: not yet checked against the octets), 0 (none).
+ */
+static inline int xiw_llp_fpdu_meta(struct xiw_llp *l, uint64_t off,
+				    struct xiw_llp_fpdu *out)
+{
+	return l->ops->fpdu_meta ? l->ops->fpdu_meta(l, off, out) : 0;
+}
+
+/**
+ * xiw_llp_fpdu_done() - the engine has the header of an FPDU: how the
+ * record fared (@res, counted) and the stream offset @next_off of the next
+ * FPDU's length field, from which the transport re-syncs its parser when
+ * it lost the boundary.
+ */
+static inline void xiw_llp_fpdu_done(struct xiw_llp *l, enum xiw_llp_meta_res res,
+				     uint64_t next_off)
+{
+	if (l->ops->fpdu_done)
+		l->ops->fpdu_done(l, res, next_off);
 }
 
 /** xiw_llp_zc_released() - the transport released the payload of

@@ -12,6 +12,8 @@
  *                frame TX, the timer, the connection table
  *   xsk_conn.c   one connection: utcp callbacks, buffers, the ops table
  *   xsk_listen.c listeners and passive opens
+ *   xsk_fpdu.c   the XDP program's FPDU records for the engine, FPDU
+ *                boundary re-sync
  *
  * Locks (in this order): port->rx_lock, conn->lock, then port->tx_lock /
  * port->tbl_lock / port->tmr_lock / port->ev_lock (leaves). Upcalls to
@@ -167,6 +169,21 @@ int xsk_flow_add(const struct xsk_maps *m, const struct xiw_xdp_flow_key *k,
 void xsk_flow_del(const struct xsk_maps *m, const struct xiw_xdp_flow_key *k);
 int xsk_flow_set_flags(const struct xsk_maps *m, const struct xiw_xdp_flow_key *k,
 		       uint32_t flags, uint32_t mpa_seq0);
+/** xsk_flow_get() - the flow's map value (a copy). 0 or -errno. */
+int xsk_flow_get(const struct xsk_maps *m, const struct xiw_xdp_flow_key *k,
+		 struct xiw_xdp_flow *f);
+/**
+ * xsk_flow_set_track() - make the program follow the flow's FPDUs from TCP
+ * sequence number @seq (XIW_XDP_FLOW_TRACK, @fpdu_seq, @fpdu_state =
+ * @state). Other fields kept (packets/bytes may lose a few increments).
+ * Return: 0 or -errno.
+ */
+int xsk_flow_set_track(const struct xsk_maps *m, const struct xiw_xdp_flow_key *k,
+		       uint32_t seq, uint32_t state);
+/** xsk_maps_count_meta() - add record counters (used, rejected, re-syncs)
+ *  to XSKMAP slot @slot's record. Any thread. */
+void xsk_maps_count_meta(const struct xsk_maps *m, uint32_t slot, uint64_t used,
+			 uint64_t mismatch, uint64_t resync);
 int xsk_listen_add(const struct xsk_maps *m, uint16_t port, uint32_t id,
 		   uint32_t slot);
 void xsk_listen_del(const struct xsk_maps *m, uint16_t port);
@@ -204,13 +221,36 @@ int xsk_nl_if_addrs(int ifindex, uint32_t *out, int max);
  * xsk_frame_parse() - a received frame: @f (@len octets from the Ethernet
  * header), @headroom octets of the frame buffer in front of it (where an
  * XDP metadata record may be). @s: the parsed segment (TCP checksum not
- * checked). @meta_conn: the record's connection id when it checked out.
+ * checked). @meta: the record (host order) when it checked out.
  * Return: 1 (record present and consistent), 0 (no record), -EBADMSG (a
  * record that does not match the frame: ignore it), -EINVAL (not an
  * Ethernet/IPv4/TCP frame we take).
  */
 int xsk_frame_parse(const uint8_t *f, uint32_t len, uint32_t headroom,
-		    struct utcp_seg *s, uint32_t *meta_conn);
+		    struct utcp_seg *s, struct xiw_xdp_meta *meta);
+
+/* ------------------------------------------------------- xsk_fpdu.c --- */
+
+#define XSK_FPQ_LEN	512	/* records waiting per connection (2^n) */
+
+/** struct xsk_fpq - checked records by FPDU sequence number, ascending. */
+struct xsk_fpq {
+	uint32_t head, tail;	/* free-running indices */
+	struct xsk_fpq_ent {
+		uint32_t seq;	/* TCP sequence number of the MPA length */
+		struct xiw_llp_fpdu f;
+	} e[XSK_FPQ_LEN];
+};
+
+struct xsk_conn;
+/** xsk_fpdu_push() - keep checked record @m of @c for the engine
+ *  (c->lock held). Records of other connections are ignored. */
+void xsk_fpdu_push(struct xsk_conn *c, const struct xiw_xdp_meta *m);
+/* the LLP ops of the same names in llp.h */
+void xsk_fpdu_stream(struct xiw_llp *l, bool crc, bool markers);
+int xsk_fpdu_meta(struct xiw_llp *l, uint64_t off, struct xiw_llp_fpdu *out);
+void xsk_fpdu_done(struct xiw_llp *l, enum xiw_llp_meta_res res,
+		   uint64_t next_off);
 
 /* ------------------------------------------------------- xsk_port.c --- */
 
@@ -364,14 +404,23 @@ struct xsk_conn {
 	uint64_t tmr_at;		/* deadline the port timer knows */
 	uint64_t cnt_retrans, cnt_sacked;	/* utcp counters already added
 						 * to the slot's record */
+
+	/* FPDU records (xsk_fpdu.c) */
+	bool fp_on;			/* the program follows our FPDUs */
+	uint32_t fp_seq0;		/* TCP seq of FPDU-stream offset 0 */
+	uint32_t fp_irs1;		/* TCP seq of receive offset 0 (r_tail) */
+	struct xsk_fpq *fpq;		/* records waiting for the engine */
+	uint32_t fp_miss;		/* record-less FPDUs in a row (rx_lock) */
+	uint64_t fp_check_at;		/* no re-sync look-up before (ns) */
 };
 
 /** xsk_conn_new() - a connection on @p (not yet in the table). */
 struct xsk_conn *xsk_conn_new(struct xsk_port *p, uint32_t laddr, uint16_t lport,
 			      uint32_t raddr, uint16_t rport, bool passive);
-/** xsk_conn_input() - one received IPv4 packet for @c (progress thread). */
+/** xsk_conn_input() - one received IPv4 packet for @c (progress thread);
+ *  @meta: its checked XDP record, or NULL. */
 void xsk_conn_input(struct xsk_conn *c, const uint8_t *ip, size_t len,
-		    const uint8_t *src_mac);
+		    const struct xiw_xdp_meta *meta);
 /** xsk_conn_listen_input() - passive: LISTEN, then the SYN (progress). */
 void xsk_conn_listen_input(struct xsk_conn *c, const uint8_t *ip, size_t len);
 /** xsk_conn_reset() - send RST, no more upcalls (any thread). */

@@ -83,6 +83,7 @@ static void conn_free(struct xsk_conn *c)
 		close(c->port_fd);
 	xsk_sendq_fini(&c->sq);
 	free(c->rbuf);
+	free(c->fpq);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
@@ -349,10 +350,11 @@ static bool has_input(const struct xsk_conn *c)
 /* ------------------------------------------------------------ events --- */
 
 void xsk_conn_input(struct xsk_conn *c, const uint8_t *ip, size_t len,
-		    const uint8_t *src_mac)
+		    const struct xiw_xdp_meta *meta)
 {
-	(void)src_mac;
 	pthread_mutex_lock(&c->lock);
+	if (meta)	/* before utcp: the engine may read the bytes at once */
+		xsk_fpdu_push(c, meta);
 	c->in_now = xiw_now_ns();
 	if (utcp_input(c->tcp, ip, len, c->in_now) == -EBADMSG)
 		c->port->rx_bad++;
@@ -939,6 +941,9 @@ const struct xiw_llp_ops xiw_xsk_ops = {
 	.zc_released = op_zc_released,
 	.zc_outstanding = op_zc_outstanding,
 	.zc_quiesce = op_zc_quiesce,
+	.fpdu_stream = xsk_fpdu_stream,
+	.fpdu_meta = xsk_fpdu_meta,
+	.fpdu_done = xsk_fpdu_done,
 };
 
 /* ---------------------------------------------------------- creation --- */

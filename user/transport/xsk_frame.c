@@ -15,12 +15,11 @@
 #include "xsk.h"
 
 int xsk_frame_parse(const uint8_t *f, uint32_t len, uint32_t headroom,
-		    struct utcp_seg *s, uint32_t *meta_conn)
+		    struct utcp_seg *s, struct xiw_xdp_meta *meta)
 {
 	struct xiw_xdp_meta m;
 	uint32_t poff;
 
-	*meta_conn = 0;
 	if (len < 14 + 20 || f[12] != 0x08 || f[13] != 0x00 ||
 	    utcp_seg_parse(f + 14, len - 14, false, s))
 		return -EINVAL;
@@ -35,6 +34,6 @@ int xsk_frame_parse(const uint8_t *f, uint32_t len, uint32_t headroom,
 	    (uint32_t)m.fpdu_off + 2 > len ||
 	    ((uint32_t)f[m.fpdu_off] << 8 | f[m.fpdu_off + 1]) != m.ulpdu_len)
 		return -EBADMSG;
-	*meta_conn = m.conn_id;
+	*meta = m;
 	return 1;
 }

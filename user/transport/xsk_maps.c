@@ -127,6 +127,22 @@ void xsk_maps_count(const struct xsk_maps *m, uint32_t slot, uint64_t retrans,
 		__atomic_add_fetch(&sc->sacked, sacked, __ATOMIC_RELAXED);
 }
 
+void xsk_maps_count_meta(const struct xsk_maps *m, uint32_t slot, uint64_t used,
+			 uint64_t mismatch, uint64_t resync)
+{
+	struct xiw_xdp_slot_cnt *sc;
+
+	if (!m->slot_cnt || slot >= m->slot_cnt_n)
+		return;
+	sc = &m->slot_cnt[slot];
+	if (used)
+		__atomic_add_fetch(&sc->meta_used, used, __ATOMIC_RELAXED);
+	if (mismatch)
+		__atomic_add_fetch(&sc->meta_mismatch, mismatch, __ATOMIC_RELAXED);
+	if (resync)
+		__atomic_add_fetch(&sc->resync, resync, __ATOMIC_RELAXED);
+}
+
 static void cfg_read(struct xsk_maps *m)
 {
 	struct xiw_xdp_cfg cfg = { 0 };
@@ -296,6 +312,26 @@ int xsk_flow_set_flags(const struct xsk_maps *m, const struct xiw_xdp_flow_key *
 	f.flags = flags;
 	f.mpa_seq0 = mpa_seq0;
 	/* packets/bytes may lose the few increments made meanwhile */
+	return bpf_map_update_elem(m->flows_fd, k, &f, BPF_EXIST) ? -errno : 0;
+}
+
+int xsk_flow_get(const struct xsk_maps *m, const struct xiw_xdp_flow_key *k,
+		 struct xiw_xdp_flow *f)
+{
+	return bpf_map_lookup_elem(m->flows_fd, k, f) ? -errno : 0;
+}
+
+int xsk_flow_set_track(const struct xsk_maps *m, const struct xiw_xdp_flow_key *k,
+		       uint32_t seq, uint32_t state)
+{
+	struct xiw_xdp_flow f;
+
+	if (bpf_map_lookup_elem(m->flows_fd, k, &f))
+		return -errno;
+	f.flags |= XIW_XDP_FLOW_TRACK;
+	f.fpdu_seq = seq;
+	f.fpdu_state = state;
+	/* BPF_EXIST: a flow deleted meanwhile stays deleted */
 	return bpf_map_update_elem(m->flows_fd, k, &f, BPF_EXIST) ? -errno : 0;
 }
 

@@ -874,13 +874,13 @@ void xsk_port_rst(struct xsk_port *p, const struct utcp_seg *s,
 static void rx_frame(struct xsk_port *p, const uint8_t *f, uint32_t len,
 		     uint32_t headroom, struct xsk_conn **touched, int *nt)
 {
+	struct xiw_xdp_meta m;
 	struct utcp_seg s;
 	struct xsk_conn *c;
-	uint32_t hint;
 	int r;
 
 	p->rx_frames++;
-	r = xsk_frame_parse(f, len, headroom, &s, &hint);
+	r = xsk_frame_parse(f, len, headroom, &s, &m);
 	if (r == -EINVAL) {
 		p->rx_bad++;
 		return;
@@ -889,7 +889,7 @@ static void rx_frame(struct xsk_port *p, const uint8_t *f, uint32_t len,
 		p->meta_ok++;
 	else if (r == -EBADMSG)
 		p->meta_bad++;	/* the frame itself is fine: parse it ourselves */
-	c = conn_find(p, &s, hint);
+	c = conn_find(p, &s, r == 1 ? m.conn_id : 0);
 	if (!c) {
 		p->rx_nomatch++;
 		if ((s.flags & (UTCP_SYN | UTCP_ACK | UTCP_RST)) == UTCP_SYN)
@@ -898,7 +898,7 @@ static void rx_frame(struct xsk_port *p, const uint8_t *f, uint32_t len,
 			xsk_port_rst(p, &s, f + 6);
 		return;
 	}
-	xsk_conn_input(c, f + 14, len - 14, f + 6);
+	xsk_conn_input(c, f + 14, len - 14, r == 1 ? &m : NULL);
 	for (int i = 0; i < *nt; i++)
 		if (touched[i] == c) {
 			xsk_conn_put(c);

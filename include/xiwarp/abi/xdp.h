@@ -7,8 +7,10 @@
  * keyed by the 4-tuple as seen on receive) and SYNs to registered
  * listening ports (listen map) to the AF_XDP socket in the XSKMAP slot of
  * the frame's RX queue; everything else is XDP_PASS. For a steered segment
- * whose TCP payload starts an FPDU it parses the MPA length, DDP and RDMAP
- * headers and puts a struct xiw_xdp_meta in front of the frame
+ * in which an FPDU starts (its payload begins one on an FPDU-aligned flow,
+ * or covers the tracked next-FPDU sequence number of an
+ * XIW_XDP_FLOW_TRACK flow) it parses the MPA length, DDP and RDMAP
+ * headers of that FPDU and puts a struct xiw_xdp_meta in front of the frame
  * (bpf_xdp_adjust_meta). A segment whose FPDU header is malformed is
  * steered without a record and counted: the engine parses it again and
  * answers with TERMINATE. Nothing is dropped by the program.
@@ -36,7 +38,7 @@
 #ifndef XIWARP_ABI_XDP_H
 #define XIWARP_ABI_XDP_H
 
-#define XIW_XDP_ABI_VERSION	1
+#define XIW_XDP_ABI_VERSION	2
 
 /* the program's section and name (ip link ... xdp obj X sec xdp.frags) */
 #define XIW_XDP_SEC		"xdp.frags"
@@ -91,6 +93,20 @@ struct xiw_xdp_flow_key {
 					 * the CRC field is always on the
 					 * wire, RFC 5044 §4.1) */
 #define XIW_XDP_FLOW_NO_PARSE	0x0008	/* steer, but never parse FPDUs */
+#define XIW_XDP_FLOW_TRACK	0x0010	/* follow FPDU boundaries from
+					 * @fpdu_seq (any sender): see struct
+					 * xiw_xdp_flow; ignored together
+					 * with XIW_XDP_FLOW_MARKERS */
+
+/* struct xiw_xdp_flow.fpdu_state (XIW_XDP_FLOW_TRACK) */
+#define XIW_XDP_TRACK_OFF	0	/* not following */
+#define XIW_XDP_TRACK_SYNCED	1	/* @fpdu_seq is the next FPDU's
+					 * length field */
+#define XIW_XDP_TRACK_LOST	2	/* the program gave up (malformed or
+					 * cut length field, too many FPDUs
+					 * in one segment): no records until
+					 * the engine writes a new @fpdu_seq
+					 * and SYNCED */
 
 /* struct xiw_xdp_flow.xsk: use the frame's RX queue as the XSKMAP slot */
 #define XIW_XDP_XSK_BY_RXQ	0xffffffffu
@@ -103,19 +119,59 @@ struct xiw_xdp_flow_key {
  * @mpa_seq0: TCP sequence number (host order) of the first octet after the
  *            peer's MPA request/reply: the origin of the marker positions
  *            (XIW_XDP_FLOW_MARKERS only).
+ * @fpdu_seq: XIW_XDP_FLOW_TRACK: TCP sequence number (host order) of the
+ *            next FPDU's MPA length field (RFC 5044 §4.1). A segment whose
+ *            payload covers it gets its FPDUs followed from there (up to
+ *            XIW_XDP_TRACK_MAX per segment): a record for the first one,
+ *            and @fpdu_seq moves to the first FPDU boundary after the
+ *            segment. Segments that do not cover it (out of order: a hole
+ *            before them; old data; the middle of a long FPDU) get no
+ *            record and change nothing, so loss and reordering only cost
+ *            records. The engine writes it (with @fpdu_state SYNCED) once
+ *            MPA is up and again whenever the program lost the boundary.
+ * @fpdu_state: XIW_XDP_TRACK_*; the program only ever sets LOST.
  * @packets:  segments steered (the program adds atomically).
  * @bytes:    octets of those frames (the program adds atomically).
  *
- * 32 octets, 8-aligned.
+ * 40 octets, 8-aligned. The program updates @fpdu_seq with plain stores:
+ * one RX queue per flow (veth, or RSS that keeps a 4-tuple on one queue)
+ * is assumed; a race would only produce records the engine rejects.
  */
 struct xiw_xdp_flow {
 	__u32 conn_id;
 	__u32 flags;
 	__u32 xsk;
 	__u32 mpa_seq0;
+	__u32 fpdu_seq;
+	__u32 fpdu_state;
 	__u64 packets;
 	__u64 bytes;
 };
+
+/*
+ * In-kernel placement (phase 2, not built yet): what it adds on top of
+ * this ABI, so that the record and the flow value grow instead of change.
+ *  - The boundary tracking above already finds every FPDU header of any
+ *    sender. Placement also needs, per flow, the tagged FPDU in progress,
+ *    because a middle segment carries no header: its STag, the TO of the
+ *    next payload octet, payload octets left, then pad + CRC octets left.
+ *    They join struct xiw_xdp_flow (ABI 3) and move where @fpdu_seq moves.
+ *  - An STag map (hash, STag -> base offset in the placement region,
+ *    length, access, key, QP id), mirrored by the engine on ibv_reg_mr /
+ *    dereg / invalidation (dereg waits until the program cannot hold it);
+ *    the region is a BPF_F_MMAPABLE array or an arena that is also the
+ *    AF_XDP umem (see DESIGN.md: measured 122 ns per 1448 B copy).
+ *  - Only tagged payload (WRITE, READ response) of an in-window segment
+ *    whose TCP checksum the program verified is placed; with MPA CRC on
+ *    the engine verifies the CRC over the placed octets before it
+ *    completes (no CRC32C helper in XDP). The record then says which
+ *    octets were placed (a new flag, record version 2) and the frame is
+ *    cut to its headers; utcp still runs TCP on it.
+ */
+
+/* FPDUs the program follows in one segment before it gives up (LOST):
+ * 1448 octets hold at most 60 of the smallest (24-octet) FPDUs */
+#define XIW_XDP_TRACK_MAX	64
 
 /**
  * struct xiw_xdp_listen_key - a listening TCP port.
@@ -167,6 +223,8 @@ struct xiw_xdp_listen {
  *                         program never drops (the slot keeps the column
  *                         stable; AF_XDP ring drops are the socket's
  *                         XDP_STATISTICS).
+ * @XIW_XDP_CNT_TRACK_LOST: XIW_XDP_FLOW_TRACK flows whose boundary the
+ *                         program lost (set XIW_XDP_TRACK_LOST).
  * @XIW_XDP_CNT_MAX:       number of slots.
  */
 enum xiw_xdp_counter {
@@ -181,6 +239,7 @@ enum xiw_xdp_counter {
 	XIW_XDP_CNT_BAD_L3L4,
 	XIW_XDP_CNT_META_FAIL,
 	XIW_XDP_CNT_DROPPED,
+	XIW_XDP_CNT_TRACK_LOST,
 	XIW_XDP_CNT_MAX
 };
 
@@ -193,6 +252,13 @@ enum xiw_xdp_counter {
  *           engine through its mapping of the map).
  * @sacked:  octets the owner's peers newly SACKed (utcp's sender
  *           scoreboard grew by them; atomic add by the engine).
+ * @meta_used: FPDUs whose header the engine took from the program's
+ *           record instead of decoding it (atomic add by the engine).
+ * @meta_mismatch: records present for an FPDU start that failed the
+ *           engine's checks (connection id, sequence, lengths): it
+ *           decoded the header itself (atomic add by the engine).
+ * @resync:  times the engine wrote a new @fpdu_seq after the program lost
+ *           or passed the boundary (atomic add by the engine).
  * @rsvd:    zero.
  *
  * An object without this map (older build) simply has no such counters:
@@ -202,7 +268,10 @@ struct xiw_xdp_slot_cnt {
 	__u64 steered;
 	__u64 retrans;
 	__u64 sacked;
-	__u64 rsvd;
+	__u64 meta_used;
+	__u64 meta_mismatch;
+	__u64 resync;
+	__u64 rsvd[2];
 };
 
 /* struct xiw_xdp_cfg.flags */
@@ -242,6 +311,9 @@ struct xiw_xdp_cfg {
 #define XIW_XDP_META_F_CRC_UNCHECKED 0x0040 /* the CRC was not verified
 					     * (always set in v1: the engine
 					     * verifies) */
+#define XIW_XDP_META_F_TRACKED	0x0080	/* found by following boundaries
+					 * (XIW_XDP_FLOW_TRACK): @fpdu_off may
+					 * lie anywhere in the payload */
 
 /**
  * struct xiw_xdp_meta - the record in front of a steered frame that
@@ -269,7 +341,10 @@ struct xiw_xdp_cfg {
  * @payload_off: octets from the frame's first octet (Ethernet header,
  *               xdp_md.data) to the TCP payload.
  * @fpdu_off:    octets from the frame's first octet to the FPDU's MPA
- *               length field (@payload_off, or + 4 after a marker).
+ *               length field (@payload_off, or + 4 after a marker; with
+ *               XIW_XDP_META_F_TRACKED anywhere in the payload: the first
+ *               FPDU that starts in the segment). Its TCP sequence number
+ *               is @tcp_seq + @fpdu_off - @payload_off.
  * @ulpdu_len:   MPA ULPDU length in octets (DDP header + payload, without
  *               length field, pad, CRC and markers), RFC 5044 §4.1.
  * @flags:       XIW_XDP_META_F_* (DDP T and L among them).
@@ -300,7 +375,7 @@ struct xiw_xdp_meta {
 _Static_assert(sizeof(struct xiw_xdp_meta) == 32,
 	       "record v1 is 32 octets (older kernels' metadata limit)");
 _Static_assert(sizeof(struct xiw_xdp_flow_key) == 40, "flow key layout");
-_Static_assert(sizeof(struct xiw_xdp_flow) == 32, "flow value layout");
-_Static_assert(sizeof(struct xiw_xdp_slot_cnt) == 32, "slot counters layout");
+_Static_assert(sizeof(struct xiw_xdp_flow) == 40, "flow value layout");
+_Static_assert(sizeof(struct xiw_xdp_slot_cnt) == 64, "slot counters layout");
 
 #endif /* XIWARP_ABI_XDP_H */

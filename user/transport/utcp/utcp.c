@@ -308,6 +308,15 @@ void utcp_counters(const struct utcp_conn *c, uint64_t *retrans,
 	*sacked = c->st.bytes_sacked;
 }
 
+void utcp_rcv_edges(const struct utcp_conn *c, uint32_t *irs, uint32_t *nxt,
+		    uint32_t *high)
+{
+	*irs = c->irs;
+	*nxt = c->rcv_nxt;
+	/* the queue is ascending: its last entry ends highest */
+	*high = c->rq_tail ? c->rq_tail->seq + c->rq_tail->len : c->rcv_nxt;
+}
+
 void utcp_get_info(const struct utcp_conn *c, struct utcp_info *i)
 {
 	*i = c->st;

@@ -269,6 +269,14 @@ void utcp_get_info(const struct utcp_conn *c, struct utcp_info *info);
  *  the peer so far (cheap: for per-call statistics). */
 void utcp_counters(const struct utcp_conn *c, uint64_t *retrans,
 		   uint64_t *sacked);
+/**
+ * utcp_rcv_edges() - receive sequence numbers (raw, mod 2^32): @irs, the
+ * peer's initial sequence number; @nxt, rcv_nxt (everything below is
+ * delivered); @high, the end of the highest out-of-order segment held
+ * (@nxt when none). Cheap: for the FPDU re-sync of the xsk transport.
+ */
+void utcp_rcv_edges(const struct utcp_conn *c, uint32_t *irs, uint32_t *nxt,
+		    uint32_t *high);
 /** utcp_state_name() - "ESTABLISHED", ... */
 const char *utcp_state_name(enum utcp_state s);
 /** utcp_sack_get() - copy up to @max scoreboard ranges (sender side:
