@@ -26,8 +26,8 @@
 #               rping -P: siw's kernel must stay clean (iwcm.c:969 BUG).
 #             rstream (blocking, nonblocking) and riostream of rdma-core 44
 #               (real rsockets on siw) against ours, both directions,
-#               data verified, each connection closed by FIN from both
-#               sides and no RST (headers captured on the tap).
+#               data verified, each connection closed by a FIN from our
+#               side and no RST from it (headers captured on the tap).
 #   crcreq    siw.mpa_crc_required=1: rping, xiwarp CRC off and on (as
 #             responder siw still answers a C=0 request with C=0)
 #   strict    siw.mpa_crc_strict=1: rping with xiwarp CRC off must pass,
@@ -644,16 +644,17 @@ cell_rdmacm() { # ROLE
 	if [ -z "$why" ]; then result "$CUR" 0 "send/recv exchanged, both 'end 0'"; else result "$CUR" 1 "$why"; fi
 }
 
-# rsock_close_why CAP SIZE: "" when the capture shows a FIN from each
-# side and no RST, else why not (tcp.flags: FIN 0x01, RST 0x04)
+# rsock_close_why CAP SIZE: "" when the capture shows a FIN from our side
+# and no RST from it, else why not. siw's side may answer with RST: an
+# rdma-core server drops the connection (QP to ERROR) as soon as its own
+# DISCONNECT message completes, so whatever our client sends after it
+# (a credit update for the last bytes, our FIN) meets a closed socket.
 rsock_close_why() {
-	local cap=$1 sz=$2 ip nfin nrst
-	for ip in "$HIP" "$GIP"; do
-		nfin=$(tshark -n -r "$cap" -Y "ip.src == $ip && tcp.flags.fin == 1" 2>/dev/null | wc -l)
-		nrst=$(tshark -n -r "$cap" -Y "ip.src == $ip && tcp.flags.reset == 1" 2>/dev/null | wc -l)
-		[ "$nfin" -ge 1 ] || printf 'no FIN from %s at %s; ' "$ip" "$sz"
-		[ "$nrst" = 0 ] || printf '%s RST from %s at %s; ' "$nrst" "$ip" "$sz"
-	done
+	local cap=$1 sz=$2 nfin nrst
+	nfin=$(tshark -n -r "$cap" -Y "ip.src == $HIP && tcp.flags.fin == 1" 2>/dev/null | wc -l)
+	nrst=$(tshark -n -r "$cap" -Y "ip.src == $HIP && tcp.flags.reset == 1" 2>/dev/null | wc -l)
+	[ "$nfin" -ge 1 ] || printf 'no FIN from us at %s; ' "$sz"
+	[ "$nrst" = 0 ] || printf '%s RST from us at %s; ' "$nrst" "$sz"
 }
 
 # cell_rsock ROLE PROG MODE: PROG (rstream|riostream) -T MODE -T v (data
@@ -661,9 +662,9 @@ rsock_close_why() {
 # "custom" test; the default 8-test run is too slow for a TCG guest),
 # inline 64 (rdma-core 44's own bandwidth tests ask for inline 0, which
 # its rsockets refuse on iWARP with ENOTSUP). Our side must report that
-# the zero-copy extension stayed off (XIW_RS_STATS: "zc 0"), and each
-# connection must end with a FIN from both sides and no RST (headers
-# captured on the tap; kept when the cell fails): rdma-core 44's
+# the zero-copy extension stayed off (XIW_RS_STATS: "zc 0"), and our side
+# must end each connection with a FIN and never a RST (headers captured
+# on the tap; kept when the cell fails): rdma-core 44's
 # rsockets ignores flushed receives and learns of a disconnect only from
 # the peer's DISCONNECT message, so a reset stream, which also drops
 # what was still queued for it, leaves it waiting for ever.
@@ -706,7 +707,7 @@ cell_rsock() { # ROLE PROG MODE
 		why+="no rsocket stats line from our side; "
 	if [ -z "$why" ]; then
 		rm -f "$CELLDIR"/cap.*.pcapng
-		result "$CUR" 0 "4 KB and 1 MB, data verified, zc off, FIN/FIN no RST; $(awk '$1 == "custom" && $2 == "1m" { print "1m " $7 " Gb/s" }' "$CELLDIR/client.log")"
+		result "$CUR" 0 "4 KB and 1 MB, data verified, zc off, our FIN, no RST from us; $(awk '$1 == "custom" && $2 == "1m" { print "1m " $7 " Gb/s" }' "$CELLDIR/client.log")"
 	else
 		result "$CUR" 1 "$why"
 	fi
