@@ -25,8 +25,9 @@
 #               is ESTABLISHED (disconnect / destroy) against siw's
 #               rping -P: siw's kernel must stay clean (iwcm.c:969 BUG).
 #             rstream (blocking, nonblocking) and riostream of rdma-core 44
-#               (real rsockets on siw, server) against ours (client),
-#               data verified.
+#               (real rsockets on siw) against ours, both directions,
+#               data verified, each connection closed by a FIN from our
+#               side and no RST from it (headers captured on the tap).
 #   crcreq    siw.mpa_crc_required=1: rping, xiwarp CRC off and on (as
 #             responder siw still answers a C=0 request with C=0)
 #   strict    siw.mpa_crc_strict=1: rping with xiwarp CRC off must pass,
@@ -170,14 +171,14 @@ cells_of() {
 		done
 		for r in siwsrv xiwsrv; do echo "rdmacm/$r/rdma_server+client"; done
 		# rsockets: rdma-core 44's own rstream/riostream on siw (real
-		# rsockets) as server, ours as client; the zero-copy extension
-		# must stay off. Not listed: the other direction (our server,
-		# rdma-core's client on siw): the transfers complete and our
-		# server ends, but the siw-side client does not exit (killed
-		# after 60 s; not diagnosed yet). Before 2026-11-24 its
-		# rconnect failed: we sent a credit update before its first
-		# FPDU (fixed in xrs_give_credits).
-		for r in siwsrv; do
+		# rsockets) against ours, both directions; the zero-copy
+		# extension must stay off. xiwsrv: our server, rdma-core's
+		# client on siw, which never exited before the close path
+		# became FIN, not RST (edce906): destroying our QP reset the
+		# stream with up to ~300 KB of completed WRITEs still in the
+		# kernel's send queue, and rdma-core's rsockets ignores flushed
+		# receives, so its client waited for that data for ever.
+		for r in siwsrv xiwsrv; do
 			echo "rsock/$r/rstream-blocking"
 			echo "rsock/$r/rstream-nonblocking"
 			echo "rsock/$r/riostream-blocking"
@@ -645,20 +646,42 @@ cell_rdmacm() { # ROLE
 	if [ -z "$why" ]; then result "$CUR" 0 "send/recv exchanged, both 'end 0'"; else result "$CUR" 1 "$why"; fi
 }
 
+# rsock_close_why CAP SIZE: "" when our side closed with a FIN (or siw's
+# reset the stream first) and sent no RST, else why not. siw's side may
+# reset: an rdma-core server takes its QP to ERROR as soon as its own
+# DISCONNECT completes (siw then sometimes sends RST by itself, ~10 ms
+# later), and our FIN or a credit update for its last bytes may meet
+# that closed socket.
+rsock_close_why() {
+	local cap=$1 sz=$2 fin rst peer_rst
+	fin=$(tshark -n -r "$cap" -Y "ip.src == $HIP && tcp.flags.fin == 1" -T fields -e frame.number 2>/dev/null | head -n 1)
+	rst=$(tshark -n -r "$cap" -Y "ip.src == $HIP && tcp.flags.reset == 1" 2>/dev/null | wc -l)
+	peer_rst=$(tshark -n -r "$cap" -Y "ip.src == $GIP && tcp.flags.reset == 1" -T fields -e frame.number 2>/dev/null | head -n 1)
+	[ -n "$fin" ] || [ -n "$peer_rst" ] || printf 'no FIN from us at %s; ' "$sz"
+	[ "$rst" = 0 ] || printf '%s RST from us at %s; ' "$rst" "$sz"
+}
+
 # cell_rsock ROLE PROG MODE: PROG (rstream|riostream) -T MODE -T v (data
 # verified), twice: 10 x 100 transfers of 4 KB, 2 x 20 of 1 MB (its
 # "custom" test; the default 8-test run is too slow for a TCG guest),
 # inline 64 (rdma-core 44's own bandwidth tests ask for inline 0, which
 # its rsockets refuse on iWARP with ENOTSUP). Our side must report that
-# the zero-copy extension stayed off (XIW_RS_STATS: "zc 0").
+# the zero-copy extension stayed off (XIW_RS_STATS: "zc 0"), and our side
+# must end each connection with a FIN (unless siw reset it first) and
+# never a RST (headers captured on the tap; kept when the cell fails):
+# rdma-core 44's
+# rsockets ignores flushed receives and learns of a disconnect only from
+# the peer's DISCONNECT message, so a reset stream, which also drops
+# what was still queued for it, leaves it waiting for ever.
 cell_rsock() { # ROLE PROG MODE
 	local role=$1 prog=$2 mode=$3 rc=0 srv why="" n t args s c i
 	next_port
 	for t in "4096 100 10" "1048576 20 2"; do
 		read -r s c i <<<"$t"
 		args="-S $s -C $c -I $i -i 64 -T $mode -T v"
+		cap_start "$PORT" 256 || { result "$CUR" 1 "dumpcap did not start"; return; }
 		if [ "$role" = siwsrv ]; then
-			gbg srv "$prog -p $PORT $args" && glisten "$PORT" 30 || { result "$CUR" 1 "siw $prog server did not listen"; return; }
+			gbg srv "$prog -p $PORT $args" && glisten "$PORT" 30 || { cap_stop; result "$CUR" 1 "siw $prog server did not listen"; return; }
 			# shellcheck disable=SC2086 # args are words
 			ns timeout "$T_CELL" env "${XENV[@]}" XIW_RS_STATS=1 "$XIWRUN" "$prog" -s "$GIP" -p "$PORT" $args \
 				>>"$CELLDIR/client.log" 2>&1 </dev/null || rc=$?
@@ -667,13 +690,16 @@ cell_rsock() { # ROLE PROG MODE
 		else
 			# shellcheck disable=SC2086
 			hbg "$CELLDIR/server.$s.log" env "${XENV[@]}" XIW_RS_STATS=1 "$XIWRUN" "$prog" -b "$HIP" -p "$PORT" $args
-			hlisten "$PORT" 30 "$HPID" || { result "$CUR" 1 "xiwarp $prog server did not listen"; return; }
+			hlisten "$PORT" 30 "$HPID" || { cap_stop; result "$CUR" 1 "xiwarp $prog server did not listen"; return; }
 			GT=$((T_CELL + 15)) gsh "timeout $T_CELL $prog -s $HIP -p $PORT $args" >>"$CELLDIR/client.log" 2>&1 || rc=$?
 			hwait "$HPID" $T_GRACE; srv=$?
 			cat "$CELLDIR/server.$s.log" >>"$CELLDIR/server.log"
 		fi
+		cap_stop
+		mv "$CAP" "$CELLDIR/cap.$s.pcapng"
 		[ "$rc" = 0 ] || why+="client exit $rc at $s; "
 		[ "$srv" = 0 ] || why+="server exit $srv at $s; "
+		why+=$(rsock_close_why "$CELLDIR/cap.$s.pcapng" "$s")
 		next_port
 	done
 	n=$(grep -cE '^custom +(4k|1m) ' "$CELLDIR/client.log")
@@ -685,7 +711,8 @@ cell_rsock() { # ROLE PROG MODE
 	grep -q 'rsocket stats: .* zc 0 ' "$CELLDIR/client.log" "$CELLDIR/server.log" ||
 		why+="no rsocket stats line from our side; "
 	if [ -z "$why" ]; then
-		result "$CUR" 0 "4 KB and 1 MB, data verified, zc off; $(awk '$1 == "custom" && $2 == "1m" { print "1m " $7 " Gb/s" }' "$CELLDIR/client.log")"
+		rm -f "$CELLDIR"/cap.*.pcapng
+		result "$CUR" 0 "4 KB and 1 MB, data verified, zc off, no RST from us; $(awk '$1 == "custom" && $2 == "1m" { print "1m " $7 " Gb/s" }' "$CELLDIR/client.log")"
 	else
 		result "$CUR" 1 "$why"
 	fi
