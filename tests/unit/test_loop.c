@@ -145,7 +145,9 @@ static void side_init(struct side *s)
 
 static void side_fini(struct side *s)
 {
-	assert_int_equal(xiw_qp_destroy(s->qp), 0);
+	if (s->qp)	/* NULL: the test destroyed it */
+		assert_int_equal(xiw_qp_destroy(s->qp), 0);
+	s->qp = NULL;
 	assert_int_equal(xiw_mr_dereg(s->mr), 0);
 	assert_int_equal(xiw_mr_dereg(s->atom), 0);
 	assert_int_equal(xiw_cq_destroy(s->scq), 0);
@@ -164,6 +166,16 @@ static int setup(void **state)
 				       8, on_event, &srv), 0);
 	wait_for(&srv, &srv.established, 1);
 	wait_for(&cli, &cli.established, 1);
+	return 0;
+}
+
+/* The client's QP was destroyed by the test: the server sees the end. */
+static int teardown_cli_destroyed(void **state)
+{
+	(void)state;
+	wait_for(&srv, &srv.disconnected, 1);
+	side_fini(&cli);
+	side_fini(&srv);
 	return 0;
 }
 
@@ -573,6 +585,30 @@ static void test_cork(void **state)
 	cfg->cork_ns = win;
 }
 
+/*
+ * A QP destroyed while it holds corked WRs sends them first, as it would
+ * have without corking (they were posted before the destroy, and their
+ * bytes would already have been with the kernel).
+ */
+static void test_cork_destroy(void **state)
+{
+	struct xiw_txcfg *cfg = (struct xiw_txcfg *)xiw_tx_config();
+	uint64_t win = cfg->cork_ns;
+
+	(void)state;
+	cfg->cork_ns = 500ull * 1000000;
+	quiet(&cli, cfg->cork_ns);
+	fill(cli.buf, 8 * 64, 51);
+	memset(srv.buf + SINK, 0, 8 * 64);
+	cork_writes(&cli, &srv, 0, 1, false);
+	cork_writes(&cli, &srv, 1, 7, true);
+	assert_int_equal(xiw_qp_destroy(cli.qp), 0);
+	cli.qp = NULL;
+	wait_byte(&srv, SINK + 8 * 64 - 1, cli.buf[8 * 64 - 1]);
+	assert_memory_equal(srv.buf + SINK, cli.buf, 8 * 64);
+	cfg->cork_ns = win;
+}
+
 /* SENDs arrive before any receive is posted: reading pauses, resumes. */
 static void test_late_recv(void **state)
 {
@@ -898,6 +934,8 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_small_burst, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_cork, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cork_destroy, setup,
+						teardown_cli_destroyed),
 		cmocka_unit_test_setup_teardown(test_late_recv, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inline_se, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_send_inv, setup, teardown),

@@ -1027,6 +1027,7 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 	if (qp->srq)		/* no SRQ post kicks it any more */
 		xiw_srq_detach(qp->srq, qp);
 	xiw_cm_qp_gone(qp);	/* a connect still setting up forgets @qp */
+	xiw_tx_cork_forget(qp);	/* held WRs go before the FIN */
 	pthread_mutex_lock(&qp->tx_lock);
 	was_attached = qp->ever_attached;
 	xiw_tx_unlock(qp);
@@ -1037,7 +1038,6 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 	pthread_mutex_lock(&qp->tx_lock);
 	xiw_qp_to_error(qp);
 	xiw_tx_unlock(qp);
-	xiw_tx_cork_forget(qp);	/* its ref would wait for the backstop */
 	pthread_mutex_lock(&qp->ref_lock);
 	while (qp->refs > 0)
 		pthread_cond_wait(&qp->ref_cond, &qp->ref_lock);

@@ -234,9 +234,20 @@ void xiw_tx_cork_flush(void)
 	cork_send(due);
 }
 
+/*
+ * Process exit: send what is still held. Without corking those WRs' bytes
+ * would have been in the kernel already, which sends them after exit.
+ */
+__attribute__((destructor)) static void cork_exit(void)
+{
+	xiw_tx_cork_flush();
+}
+
 /**
- * xiw_tx_cork_forget() - take a QP being destroyed off the list (no QP
- * lock held), so that its destroy does not wait for the backstop.
+ * xiw_tx_cork_forget() - a QP is being destroyed (no QP lock held): send
+ * what it holds, as it would have been sent without corking, before the
+ * destroy lets go of its stream, and take it off the list, so that the
+ * destroy does not wait for the backstop.
  */
 void xiw_tx_cork_forget(struct xiw_qp *qp)
 {
@@ -252,6 +263,8 @@ void xiw_tx_cork_forget(struct xiw_qp *qp)
 			break;
 		}
 	pthread_mutex_unlock(&cork_lock);
+	if (atomic_load(&qp->cork_since_ns))
+		xiw_tx_uncork(qp);
 	if (was)
 		xiw_qp_unref(qp);
 }
