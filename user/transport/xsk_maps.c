@@ -109,6 +109,19 @@ static void slot_cnt_map(struct xsk_maps *m)
 	m->slot_cnt_n = mi.max_entries;
 }
 
+/* The counters of XSKMAP slot @slot, or NULL without them. */
+static struct xiw_xdp_slot_cnt *slot_cnt(const struct xsk_maps *m,
+					 uint32_t slot)
+{
+	return m->slot_cnt && slot < m->slot_cnt_n ? &m->slot_cnt[slot] : NULL;
+}
+
+static void cnt_add(__u64 *c, uint64_t n)
+{
+	if (n)
+		__atomic_add_fetch(c, n, __ATOMIC_RELAXED);
+}
+
 /**
  * xsk_maps_count() - add @retrans segments and @sacked octets to the
  * counters of XSKMAP slot @slot (xiwctl stat shows them). Any thread.
@@ -116,31 +129,24 @@ static void slot_cnt_map(struct xsk_maps *m)
 void xsk_maps_count(const struct xsk_maps *m, uint32_t slot, uint64_t retrans,
 		    uint64_t sacked)
 {
-	struct xiw_xdp_slot_cnt *sc;
+	struct xiw_xdp_slot_cnt *sc = slot_cnt(m, slot);
 
-	if (!m->slot_cnt || slot >= m->slot_cnt_n)
+	if (!sc)
 		return;
-	sc = &m->slot_cnt[slot];
-	if (retrans)
-		__atomic_add_fetch(&sc->retrans, retrans, __ATOMIC_RELAXED);
-	if (sacked)
-		__atomic_add_fetch(&sc->sacked, sacked, __ATOMIC_RELAXED);
+	cnt_add(&sc->retrans, retrans);
+	cnt_add(&sc->sacked, sacked);
 }
 
 void xsk_maps_count_meta(const struct xsk_maps *m, uint32_t slot, uint64_t used,
 			 uint64_t mismatch, uint64_t resync)
 {
-	struct xiw_xdp_slot_cnt *sc;
+	struct xiw_xdp_slot_cnt *sc = slot_cnt(m, slot);
 
-	if (!m->slot_cnt || slot >= m->slot_cnt_n)
+	if (!sc)
 		return;
-	sc = &m->slot_cnt[slot];
-	if (used)
-		__atomic_add_fetch(&sc->meta_used, used, __ATOMIC_RELAXED);
-	if (mismatch)
-		__atomic_add_fetch(&sc->meta_mismatch, mismatch, __ATOMIC_RELAXED);
-	if (resync)
-		__atomic_add_fetch(&sc->resync, resync, __ATOMIC_RELAXED);
+	cnt_add(&sc->meta_used, used);
+	cnt_add(&sc->meta_mismatch, mismatch);
+	cnt_add(&sc->resync, resync);
 }
 
 static void cfg_read(struct xsk_maps *m)
