@@ -245,16 +245,26 @@ static int knob_int(const char *name, int dflt)
  * may be waiting for this CPU. On two busy vCPUs this tripled 4 KB
  * ib_send_bw and cut the p99 of ib_send_lat ~6x, for a few us typical.
  *
- * Once the CQ has stayed empty for XIW_POLL_NAP_AFTER_US (default 20) the
+ * Once the CQ has stayed empty for XIW_POLL_NAP_AFTER_US (default 200) the
  * poller naps instead of yielding (xiw_cq_nap: futex until a CQE or
  * XIW_POLL_NAP_US, default 200). A poller that waits that long is not in
- * a ping-pong (an 8 B ib_send_lat round trip here is ~11 us), it is an
- * ib_write_bw server or a sender whose queue is full, and its spinning
+ * a ping-pong, it is an ib_write_bw server or a sender whose queue is
+ * full (perftest signals one WR in 100: ms between CQEs), and its spinning
  * only takes the CPU from the progress thread and datamover that do the
  * transfer: on 2 vCPUs 64 KB ib_write_bw went from a median of 1.7 to 2.2
  * GB/s, ib_send_bw 1.6 -> 2.2 GB/s, the ib_write_bw server's CPU from a
  * busy core to ~1%; ib_send_lat/ib_read_lat/ib_write_lat at 8 B and the
- * 64 B message rate did not change. Naps are checked with the yields, so
+ * 64 B message rate did not change.
+ *
+ * Why 200, not 20: a nap ends when the progress thread has read the
+ * bytes, pushed the CQE and woken the napper, two cross-CPU wake-ups
+ * that on this VM often take longer than the nap itself (p99 of 8 B
+ * ib_send_lat followed XIW_POLL_NAP_US: 50 -> 50 us, 200 -> 155 us,
+ * 400 -> 254 us). An 8 B round trip is ~4 us but one in a few hundred
+ * takes over 20 us (the peer was preempted), so a 20 us threshold napped
+ * inside ping-pongs: average 8.9-13.5 us against 4.0-4.4 us with 200,
+ * while 64 KB ib_write_bw/ib_send_bw did not lose (2 runs each).
+ * Naps are checked with the yields, so
  * XIW_POLL_YIELD=0 disables both; XIW_POLL_NAP_AFTER_US=0 keeps only the
  * yields.
  */
@@ -264,7 +274,7 @@ static void cq_idle_poll(struct xiw_cq *cq)
 	uint64_t now;
 
 	if (yield_every < 0) {
-		nap_after_us = knob_int("XIW_POLL_NAP_AFTER_US", 20);
+		nap_after_us = knob_int("XIW_POLL_NAP_AFTER_US", 200);
 		nap_us = knob_int("XIW_POLL_NAP_US", 200);
 		yield_every = knob_int("XIW_POLL_YIELD", 8);
 	}
