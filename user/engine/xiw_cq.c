@@ -184,8 +184,9 @@ void xiw_cq_qp_del(struct xiw_cq *cq, struct xiw_qp *qp)
 static int cq_rx_mode = -1;	/* XIW_POLL_RX: 0 off, 1 on (default) */
 
 /*
- * The CQ is empty: receive for its QPs in this thread (xiw_rx_poll) rather
- * than wait for the progress thread to wake up. Round-robin over a few QPs
+ * The CQ is empty: receive for its QPs in this thread (xiw_rx_poll), and
+ * in ack mode check for their ACKs, rather than wait for the progress
+ * thread to wake up. Round-robin over a few QPs
  * per call so a CQ shared by many QPs keeps poll_cq short; one poller at a
  * time (trylock), the others just see the CQ as it is.
  * Return: true if anything was received.
@@ -193,6 +194,7 @@ static int cq_rx_mode = -1;	/* XIW_POLL_RX: 0 off, 1 on (default) */
 static bool cq_rx_progress(struct xiw_cq *cq)
 {
 	int mode = __atomic_load_n(&cq_rx_mode, __ATOMIC_RELAXED);
+	struct xiw_qp *qp;
 	bool got = false;
 	uint32_t n;
 
@@ -208,7 +210,9 @@ static bool cq_rx_progress(struct xiw_cq *cq)
 	for (uint32_t i = 0; i < n; i++) {
 		if (cq->qps_next >= cq->nqps)
 			cq->qps_next = 0;
-		got |= xiw_rx_poll(cq->qps[cq->qps_next++]);
+		qp = cq->qps[cq->qps_next++];
+		got |= xiw_rx_poll(qp);
+		got |= xiw_txack_poll(qp);	/* ack mode: its WRs' ACKs */
 	}
 	pthread_mutex_unlock(&cq->qps_lock);
 	return got;

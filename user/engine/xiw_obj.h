@@ -729,6 +729,8 @@ void xiw_txack_zc_quiesce(struct xiw_qp *qp);
 void xiw_txack_preload(void);
 void xiw_txack_forget(struct xiw_qp *qp);
 void xiw_txack_wake(void);
+void xiw_txack_rx(struct xiw_qp *qp);
+bool xiw_txack_poll(struct xiw_qp *qp);
 
 /* ---- xiw_qp_rq.c: the RQ and its CQE credits (rq_lock) ---- */
 

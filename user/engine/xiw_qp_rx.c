@@ -660,9 +660,11 @@ static ssize_t rx_recv(struct xiw_qp *qp, struct xiw_llp *l,
 {
 	ssize_t n = xiw_llp_recv(l, iov, cnt);
 
-	if (n > 0)
+	if (n > 0) {
 		__atomic_store_n(&qp->rx_reads, qp->rx_reads + 1,
 				 __ATOMIC_RELEASE);
+		xiw_txack_rx(qp);	/* the bytes may carry our ACK */
+	}
 	return n;
 }
 

@@ -461,6 +461,64 @@ void xiw_txack_wake(void)
 	txack_kick_unlock();
 }
 
+/*
+ * Complete what the peer acknowledged of @qp's WRs, in this thread, if any
+ * wait for ACKs and tx_lock is free (never blocks: the progress thread's
+ * scan stays the net). Return: true if WRs completed.
+ */
+static bool txack_try(struct xiw_qp *qp)
+{
+	uint32_t una, outq;
+	bool took = false;
+
+	/* a hint: set under tx_lock, re-checked under it below */
+	if (!__atomic_load_n(&qp->ack_listed, __ATOMIC_RELAXED) ||
+	    pthread_mutex_trylock(&qp->tx_lock))
+		return false;
+	if (qp->llp && (xiw_txc_pending(&qp->txc) || qp->zc_wait))
+		took = qp_ack_take(qp, &una, &outq);
+	xiw_tx_unlock(qp);
+	return took;
+}
+
+/**
+ * xiw_txack_rx() - a read on @qp just returned the peer's bytes: in ack
+ * mode they come with the ACK of its pending WRs when the peer answered
+ * (piggybacked), so complete what is acknowledged now. Costs one load
+ * unless WRs wait for ACKs. rx_lock held (rx_lock -> tx_lock).
+ */
+void xiw_txack_rx(struct xiw_qp *qp)
+{
+	(void)txack_try(qp);
+}
+
+#define TXACK_APP_POLL_NS 2000	/* a polling thread checks this often */
+
+/**
+ * xiw_txack_poll() - a thread polls an empty CQ of @qp: check for ACKs of
+ * its pending WRs itself (TIOCOUTQ and TCP_INFO, ~1 us) instead of waiting
+ * for the progress thread's scan. The scan runs when a post lists the QP
+ * (usually before the ACK is in) and then on the sockops event or the 1 ms
+ * poll timer: on 2 busy vCPUs the wake-up of that thread, not the ACK,
+ * set the pace of an ack-mode ping-pong. At most one check per
+ * TXACK_APP_POLL_NS per thread, so a spinning sender does not take the
+ * socket lock from the kernel in a loop. No lock held.
+ * Return: true if WRs completed.
+ */
+bool xiw_txack_poll(struct xiw_qp *qp)
+{
+	static __thread uint64_t last_ns;
+	uint64_t now;
+
+	if (!__atomic_load_n(&qp->ack_listed, __ATOMIC_RELAXED))
+		return false;
+	now = xiw_now_ns();
+	if (now - last_ns < TXACK_APP_POLL_NS)
+		return false;
+	last_ns = now;
+	return txack_try(qp);
+}
+
 /**
  * xiw_txack_forget() - @qp's tracked WRs were flushed or its stream reset
  * (tx_lock held): have the progress thread drop its reference now rather
@@ -481,8 +539,16 @@ void xiw_txack_forget(struct xiw_qp *qp)
  */
 void xiw_txack_watch(struct xiw_qp *qp)
 {
-	if (qp->ack_listed)
+	if (qp->ack_listed) {
+		/* the only pending WR: the QP was left listed after a thread
+		 * completed the previous ones (xiw_txack_poll), so nobody
+		 * armed a watermark for this one yet */
+		if (xiw_txc_pending(&qp->txc) == 1) {
+			pthread_mutex_lock(&txack.lock);
+			txack_kick_unlock();
+		}
 		return;
+	}
 	xiw_qp_ref(qp);
 	pthread_mutex_lock(&txack.lock);
 	qp->ack_listed = true;
