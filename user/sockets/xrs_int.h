@@ -320,6 +320,7 @@ void xrs_zc_free(struct xrs *rs);
 int xrs_zc_rx_msg(struct xrs *rs, const struct xrs_msg *m);
 void xrs_zc_send_done(struct xrs *rs, const struct ibv_wc *wc);
 void xrs_zc_bcopy_sent(struct xrs *rs, size_t n);
+int64_t xrs_now_ns(void);
 ssize_t xrs_zc_try_send(struct xrs *rs, const struct iovec **iov,
 			size_t *off, size_t left, int flags, bool *used);
 ssize_t xrs_zc_recv_srcavail(struct xrs *rs, struct xrs_rmsg *m,
@@ -346,6 +347,7 @@ struct xrs_knobs {
 	uint32_t src_thresh;		/* XIW_RS_SRC_THRESH (0: adaptive start) */
 	uint32_t sink_thresh;		/* XIW_RS_SINK_THRESH */
 	bool adapt;			/* XIW_RS_ADAPT */
+	bool zc_cost;			/* XIW_RS_ZC_COST */
 	uint32_t linger_ms;		/* XIW_RS_LINGER_MS */
 	uint32_t wmem, rmem;		/* XIW_RS_WMEM / XIW_RS_RMEM */
 };

@@ -144,8 +144,9 @@ ssize_t xrs_sendv(struct xrs *rs, const struct iovec *iov, int iovcnt,
 		  int flags)
 {
 	const struct iovec *cur = iov;
-	size_t len = 0, left, off = 0;
+	size_t len = 0, left, off = 0, zc_bytes = 0;
 	uint32_t olen = XRS_OLAP_START_SIZE;
+	int64_t t0 = 0;
 	ssize_t n;
 	int ret = 0;
 
@@ -171,6 +172,8 @@ ssize_t xrs_sendv(struct xrs *rs, const struct iovec *iov, int iovcnt,
 		if (ret)
 			goto out;
 	}
+	if (rs->zc.on && len >= XRS_ZP_MIN)
+		t0 = xrs_now_ns();
 	while (left) {
 		if (rs->zc.on) {
 			bool used = false;
@@ -181,8 +184,10 @@ ssize_t xrs_sendv(struct xrs *rs, const struct iovec *iov, int iovcnt,
 				break;
 			}
 			left -= (size_t)n;
-			if (used)
+			if (used) {
+				zc_bytes += (size_t)n;
 				continue;
+			}
 		}
 		if (!xrs_can_send(rs)) {
 			ret = xrs_send_wait(rs, flags);
@@ -199,6 +204,10 @@ ssize_t xrs_sendv(struct xrs *rs, const struct iovec *iov, int iovcnt,
 		if (rs->zc.bcopy_left)
 			xrs_zc_bcopy_sent(rs, (size_t)n);
 	}
+	/* seed 004 cost feedback: calls that went wholly one way */
+	if (t0 && !left && (!zc_bytes || zc_bytes == len))
+		xrs_zpol_on_sent(&rs->zc.pol, len, (uint64_t)(xrs_now_ns() - t0),
+				 zc_bytes == len);
 out:
 	pthread_mutex_unlock(&rs->slock);
 	if (rs->pollable) {

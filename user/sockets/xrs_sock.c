@@ -59,6 +59,7 @@ static void xrs_knobs_read(void)
 	xrs_kn.src_thresh = xrs_env_u32("XIW_RS_SRC_THRESH", 0, UINT32_MAX);
 	xrs_kn.sink_thresh = xrs_env_u32("XIW_RS_SINK_THRESH", 0, UINT32_MAX);
 	xrs_kn.adapt = xrs_env_u32("XIW_RS_ADAPT", 1, 1);
+	xrs_kn.zc_cost = xrs_env_u32("XIW_RS_ZC_COST", 1, 1);
 	xrs_kn.linger_ms = xrs_env_u32("XIW_RS_LINGER_MS", 1000, 600000);
 	xrs_kn.wmem = xrs_env_u32("XIW_RS_WMEM", XRS_DEF_WMEM, 1u << 30);
 	xrs_kn.rmem = xrs_env_u32("XIW_RS_RMEM", XRS_DEF_MEM, 1u << 30);

@@ -56,7 +56,8 @@ void xrs_zc_init(struct xrs *rs, bool peer_xzc)
 
 	memset(&rs->zc, 0, sizeof(rs->zc));
 	rs->zc.on = peer_xzc && k->zcopy;
-	xrs_zpol_init(&rs->zc.pol, k->src_thresh, k->sink_thresh, k->adapt);
+	xrs_zpol_init(&rs->zc.pol, k->src_thresh, k->sink_thresh, k->adapt,
+		      k->zc_cost);
 }
 
 void xrs_zc_free(struct xrs *rs)
@@ -64,7 +65,8 @@ void xrs_zc_free(struct xrs *rs)
 	(void)rs;	/* transfers deregister their memory as they end */
 }
 
-static int64_t xz_now_ns(void)
+/** xrs_now_ns() - CLOCK_MONOTONIC in ns (SrcAvail ages, send timing). */
+int64_t xrs_now_ns(void)
 {
 	struct timespec t;
 
@@ -201,7 +203,7 @@ static int xz_rx_srcavail(struct xrs *rs, const struct xrs_msg *m)
 	rs->zc.recv_msgs++;
 	rs->zc.st.srcavail_rx++;
 	rs->zc.rx_srcavail++;
-	sa.t_ns = xz_now_ns();
+	sa.t_ns = xrs_now_ns();
 	xrs_zpol_on_srcavail(&rs->zc.pol);
 	return xrs_rmsg_push(rs, &sa);
 }
@@ -702,7 +704,7 @@ void xrs_zc_serve(struct xrs *rs, int64_t min_age_ns)
 
 	if (!rs->zc.on || !rs->zc.rx_srcavail || pthread_mutex_trylock(&rs->rlock))
 		return;
-	now = xz_now_ns();
+	now = xrs_now_ns();
 	for (uint32_t i = rs->rmsg_head; i != rs->rmsg_tail;
 	     i = i + 1 == rs->rmsg_size ? 0 : i + 1) {
 		struct xrs_rmsg *m = &rs->rmsg[i];
