@@ -792,10 +792,30 @@ static void qp_drain_input(struct xiw_qp *qp, struct xiw_llp *l)
  * upcalls to the QP) and call xiw_cm_stream_closed() exactly once.
  * Progress thread, no QP lock held.
  */
+/*
+ * Say why a QP left RTS with work outstanding: the flush completions the
+ * application then sees say nothing of the cause (a CI run once showed
+ * only "Failed status 5" from ib_read_bw -b). TERMINATEs (-EPROTO) are
+ * logged where they are sent or received; a graceful close with nothing
+ * posted is normal.
+ */
+static void qp_end_log(const struct xiw_qp *qp, int err, uint32_t sq_out)
+{
+	if (err == -EPROTO)
+		return;
+	if (err)
+		xiw_log(XIW_LOG_WARN, "qp %u: the stream failed (%s): QP in ERROR, %u send WRs flushed",
+			qp->ibv.qp_num, strerror(-err), sq_out);
+	else if (sq_out)
+		xiw_log(XIW_LOG_WARN, "qp %u: the peer closed the stream with %u send WRs outstanding: QP in ERROR, they are flushed",
+			qp->ibv.qp_num, sq_out);
+}
+
 void xiw_qp_stream_end(struct xiw_qp *qp, int err)
 {
 	struct xiw_cm_conn *conn;
 	struct xiw_llp *l;
+	uint32_t sq_out;
 	bool termed;
 
 	xiw_progress_timer_cancel(&qp->end_timer);
@@ -808,6 +828,8 @@ void xiw_qp_stream_end(struct xiw_qp *qp, int err)
 	termed = qp->end_err != 0;
 	if (termed)
 		err = qp->end_err;
+	sq_out = atomic_load(&qp->state) == IBV_QPS_RTS ?
+		 __atomic_load_n(&qp->sq_head, __ATOMIC_ACQUIRE) - qp->sq_tail : 0;
 	xiw_qp_to_error(qp);
 	l = qp->llp;
 	conn = qp->conn;
@@ -818,6 +840,8 @@ void xiw_qp_stream_end(struct xiw_qp *qp, int err)
 	qp->rx_stop = true;
 	xiw_tx_reset(qp);
 	xiw_tx_unlock(qp);
+	if (!termed)
+		qp_end_log(qp, err, sq_out);
 	xiw_rx_fence(qp);	/* an app receive pass may use @l */
 	if (termed)
 		qp_drain_input(qp, l);
