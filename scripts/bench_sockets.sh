@@ -18,13 +18,14 @@ usage: scripts/bench_sockets.sh [--help]      (make bench; needs root)
               1 MB writes and a mixed run (cycling 64 B, 4 KB, 64 KB, 1 MB),
               reader buffer max(size, 128 KB) (1 MB for the mix): the
               adaptive thresholds vs fixed ones (XIW_RS_ADAPT=0, source =
-              sink threshold = 16K, 64K, 256K, 1M, inf).
+              sink threshold = 16K, 64K, 256K, 1M, inf); median of
+              XIW_BENCH_THR_REPS interleaved runs per setting.
   latency     sockperf TCP ping-pong -m 64, p50 (median of REPS runs,
               interleaved): kernel TCP vs `xiwrun --sockets`.
 Then one line per issue-9 target: met / NOT met, with the numbers.
 Exit: 0 = everything ran, 1 = something failed to run.
 Environment: BUILD (build), XIW_BENCH_TIME (5), XIW_BENCH_THR_TIME (3),
-XIW_BENCH_REPS (3), XIW_KEEP_LOGS=1.
+XIW_BENCH_THR_REPS (3), XIW_BENCH_REPS (3), XIW_KEEP_LOGS=1.
 USAGE
 }
 case "${1:-}" in
@@ -44,6 +45,7 @@ SB="$BUILD/tests/netns/xiw_sockbench"
 T=${XIW_BENCH_TIME:-5}
 TT=${XIW_BENCH_THR_TIME:-3}
 REPS=${XIW_BENCH_REPS:-3}
+TREPS=${XIW_BENCH_THR_REPS:-3}
 export LC_ALL=C
 
 die() { echo "bench_sockets: $*" >&2; exit 1; }
@@ -171,10 +173,22 @@ for s in "${SIZES[@]}"; do
 		spec=$s
 		rbuf=$((s > 131072 ? s : 131072))
 	fi
-	progress "thresholds, writes of $s bytes: adaptive and fixed ${FIXED[*]}"
-	sb_gbit "thr-$s-adaptive" "$spec" "$rbuf"
-	for f in "${FIXED[@]}"; do
-		sb_gbit "thr-$s-$f" "$spec" "$rbuf" XIW_RS_ADAPT=0 XIW_RS_SRC_THRESH="$f" XIW_RS_SINK_THRESH="$f"
+	# interleaved repeats, median per setting: single runs of identical
+	# behaviour (every fixed threshold above the write size is buffer
+	# copy) spread by +-25 % here, and "best" was the luckiest of five
+	declare -A RUNS=()
+	for ((i = 1; i <= TREPS; i++)); do
+		progress "thresholds, writes of $s bytes: adaptive and fixed ${FIXED[*]}, run $i/$TREPS"
+		sb_gbit "thr-$s-adaptive" "$spec" "$rbuf"
+		RUNS[adaptive]+=" ${G[thr-$s-adaptive]:-}"
+		for f in "${FIXED[@]}"; do
+			sb_gbit "thr-$s-$f" "$spec" "$rbuf" XIW_RS_ADAPT=0 XIW_RS_SRC_THRESH="$f" XIW_RS_SINK_THRESH="$f"
+			RUNS[$f]+=" ${G[thr-$s-$f]:-}"
+		done
+	done
+	for k in adaptive "${FIXED[@]}"; do
+		# shellcheck disable=SC2086
+		G[thr-$s-$k]=$(median ${RUNS[$k]})
 	done
 done
 
@@ -200,7 +214,7 @@ for l in 64K 128K 1M; do
 		"$(fmt "$(ratio "${G[sock$l]:-}" "${G[copy$l]:-}")")"
 done
 echo
-echo "thresholds (xiw_sockbench ${TT}s, Gbit/s): adaptive vs fixed source=sink threshold"
+echo "thresholds (xiw_sockbench ${TT}s, Gbit/s, median of $TREPS interleaved runs): adaptive vs fixed source=sink threshold"
 printf '  %-9s %9s' "writes" "adaptive"
 for f in "${FIXED[@]}"; do printf ' %9s' "$f"; done
 printf ' %9s\n' "adapt/best"
