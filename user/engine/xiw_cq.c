@@ -232,6 +232,21 @@ void xiw_cq_rx_handoff(struct xiw_cq *cq)
 	pthread_mutex_unlock(&cq->qps_lock);
 }
 
+/* A QP of @cq is read by its pollers (xiw_rx_poll), not the progress
+ * thread: a nap would first hand its reading back (a wake-up more). */
+static bool cq_app_reads(struct xiw_cq *cq)
+{
+	bool app = false;
+
+	if (pthread_mutex_trylock(&cq->qps_lock))
+		return true;	/* unsure: the cheaper mistake is not to nap */
+	for (uint32_t i = 0; i < cq->nqps && !app; i++)
+		app = atomic_load_explicit(&cq->qps[i]->rx_app_mode,
+					   memory_order_relaxed);
+	pthread_mutex_unlock(&cq->qps_lock);
+	return app;
+}
+
 static __thread unsigned int empty_polls;
 static __thread uint64_t empty_since_ns;	/* 0: the last poll got WCs */
 static __thread uint64_t empty_check_ns;	/* the last nap check */
@@ -249,36 +264,41 @@ static int knob_int(const char *name, int dflt)
  * may be waiting for this CPU. On two busy vCPUs this tripled 4 KB
  * ib_send_bw and cut the p99 of ib_send_lat ~6x, for a few us typical.
  *
- * Once the CQ has stayed empty for XIW_POLL_NAP_AFTER_US (default 200) the
+ * Once the CQ has stayed empty for XIW_POLL_NAP_AFTER_US (default 20) the
  * poller naps instead of yielding (xiw_cq_nap: futex until a CQE or
  * XIW_POLL_NAP_US, default 200). A poller that waits that long is not in
  * a ping-pong, it is an ib_write_bw server or a sender whose queue is
- * full (perftest signals one WR in 100: ms between CQEs), and its spinning
+ * full, and its spinning
  * only takes the CPU from the progress thread and datamover that do the
  * transfer: on 2 vCPUs 64 KB ib_write_bw went from a median of 1.7 to 2.2
  * GB/s, ib_send_bw 1.6 -> 2.2 GB/s, the ib_write_bw server's CPU from a
- * busy core to ~1%; ib_send_lat/ib_read_lat/ib_write_lat at 8 B and the
- * 64 B message rate did not change.
+ * busy core to ~1%.
  *
- * Why 200, not 20: a nap ends when the progress thread has read the
- * bytes, pushed the CQE and woken the napper, two cross-CPU wake-ups
- * that on this VM often take longer than the nap itself (p99 of 8 B
+ * Unless a QP of the CQ is read by its pollers (app mode, xiw_rx_poll):
+ * then the threshold is XIW_POLL_NAP_APP_US (default 200). That is a
+ * ping-pong, and its nap is dear: it ends only once the progress thread
+ * has taken the reading back, read the bytes, pushed the CQE and woken
+ * the napper, wake-ups that on this VM often outlast the nap (p99 of 8 B
  * ib_send_lat followed XIW_POLL_NAP_US: 50 -> 50 us, 200 -> 155 us,
  * 400 -> 254 us). An 8 B round trip is ~4 us but one in a few hundred
- * takes over 20 us (the peer was preempted), so a 20 us threshold napped
- * inside ping-pongs: average 8.9-13.5 us against 4.0-4.4 us with 200,
- * while 64 KB ib_write_bw/ib_send_bw did not lose (2 runs each).
+ * takes over 20 us (the peer was preempted): with 20 for everyone its
+ * average was 8.9-13.5 us, with 200 4.0-4.4 us. 200 for everyone cost
+ * the streams instead, whose pollers do not read: 64 KB ib_read_bw, 3
+ * interleaved runs, median 1345 MB/s against 1722 with 20 (ib_send_bw
+ * 1640 against 1650).
  * Naps are checked with the yields, so
  * XIW_POLL_YIELD=0 disables both; XIW_POLL_NAP_AFTER_US=0 keeps only the
  * yields.
  */
 static void cq_idle_poll(struct xiw_cq *cq)
 {
-	static int yield_every = -1, nap_after_us = -1, nap_us = -1;
+	static int yield_every = -1, nap_after_us = -1, nap_us = -1,
+		   nap_app_us = -1;
 	uint64_t now;
 
 	if (yield_every < 0) {
-		nap_after_us = knob_int("XIW_POLL_NAP_AFTER_US", 200);
+		nap_after_us = knob_int("XIW_POLL_NAP_AFTER_US", 20);
+		nap_app_us = knob_int("XIW_POLL_NAP_APP_US", 200);
 		nap_us = knob_int("XIW_POLL_NAP_US", 200);
 		yield_every = knob_int("XIW_POLL_YIELD", 8);
 	}
@@ -295,6 +315,8 @@ static void cq_idle_poll(struct xiw_cq *cq)
 			empty_since_ns = now;
 		empty_check_ns = now;
 		if (now - empty_since_ns >= after_ns &&
+		    (now - empty_since_ns >= (uint64_t)nap_app_us * 1000u ||
+		     !cq_app_reads(cq)) &&
 		    xiw_cq_nap(cq, (uint32_t)nap_us))
 			return;
 	}
