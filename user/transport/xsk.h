@@ -298,6 +298,7 @@ struct xsk_port {
 	/* counters (xiwctl stat shows the XDP side) */
 	uint64_t rx_frames, rx_bad, rx_nomatch, tx_frames, tx_drops;
 	uint64_t meta_ok, meta_bad;
+	uint64_t rx_app_frames;		/* of @rx_frames, taken by app threads */
 	uint8_t *rx_buf;		/* multi-buffer reassembly (progress) */
 };
 
@@ -326,6 +327,17 @@ bool xsk_port_tx_room(struct xsk_port *p, uint32_t len);
  *  §3.10.7.1), to @src_mac. Never answers a RST. */
 void xsk_port_rst(struct xsk_port *p, const struct utcp_seg *s,
 		  const uint8_t *src_mac);
+/**
+ * xsk_port_rx_poll() - receive on @p's RX rings from an app thread that
+ * polls for its own connection's bytes (op_recv found none), so a
+ * ping-pong does not wait for the progress thread's wake-up. Non-blocking:
+ * returns at once on the progress thread, when the rings are empty, or
+ * when another thread receives on @p (rx_lock taken). Upcalls owed to
+ * the connections touched are queued to the progress thread. Call with
+ * no connection lock held.
+ * Return: frames consumed.
+ */
+uint32_t xsk_port_rx_poll(struct xsk_port *p);
 /** xsk_port_flush() - kick the kernel to send submitted TX descriptors. */
 void xsk_port_flush(struct xsk_port *p);
 /** xsk_port_timer() - make sure the port timer fires by @deadline (ns). */

@@ -421,6 +421,28 @@ void xsk_conn_tx_resume(struct xsk_conn *c)
 	conn_unlock(c);
 }
 
+/*
+ * Off the progress thread, after input: does @c owe an upcall the progress
+ * thread would deliver? Readability while the owner does not want
+ * @readable (its app threads read: app_read, or paused) is dropped as
+ * xsk_conn_deliver() drops it (re-raised when reading resumes), so an
+ * app thread that took its own bytes off the ring (xsk_port_rx_poll)
+ * wakes nobody.
+ */
+static bool conn_owes(struct xsk_conn *c)
+{
+	bool owes;
+
+	pthread_mutex_lock(&c->lock);
+	if (!can_read(c))
+		c->ev &= ~XSK_EV_READABLE;
+	if (!c->want_write)
+		c->ev &= ~XSK_EV_WRITABLE;
+	owes = c->ev != 0;
+	pthread_mutex_unlock(&c->lock);
+	return owes;
+}
+
 /**
  * xsk_conn_deliver() - run the upcalls @c owes, progress thread only, no
  * lock held: connected (first @writable), @writable, @readable, or
@@ -435,7 +457,8 @@ void xsk_conn_deliver(struct xsk_conn *c)
 	int err;
 
 	if (!xiw_progress_is_self()) {	/* an app thread received: queue */
-		xsk_port_queue_ev(c->port, c);
+		if (conn_owes(c))
+			xsk_port_queue_ev(c->port, c);
 		return;
 	}
 	pthread_mutex_lock(&c->lock);
@@ -617,6 +640,15 @@ static ssize_t op_recv(struct xiw_llp *l, struct iovec *iov, int n)
 
 	pthread_mutex_lock(&c->lock);
 	avail = (uint32_t)(c->r_head - c->r_tail);
+	if (!avail && !c->fin && !c->tcp_closed) {
+		/* nothing here yet: take the port's frames in this thread
+		 * rather than wait for the progress thread to wake up
+		 * (rx_lock comes before c->lock) */
+		pthread_mutex_unlock(&c->lock);
+		xsk_port_rx_poll(c->port);
+		pthread_mutex_lock(&c->lock);
+		avail = (uint32_t)(c->r_head - c->r_tail);
+	}
 	if (!avail) {
 		ssize_t r = -EAGAIN;
 

@@ -315,8 +315,9 @@ static void xsk_linger(void)
 				(unsigned long long)st.rx_fill_ring_empty_descs,
 				(unsigned long long)st.rx_invalid_descs,
 				(unsigned long long)st.tx_invalid_descs);
-		xiw_log(XIW_LOG_DEBUG, "xsk: %s: rx frames %llu (bad %llu, no connection %llu), tx frames %llu, payload sent in place from the umem %llu bytes, tx without frame %llu, metadata records ok %llu bad %llu",
+		xiw_log(XIW_LOG_DEBUG, "xsk: %s: rx frames %llu (by app threads %llu, bad %llu, no connection %llu), tx frames %llu, payload sent in place from the umem %llu bytes, tx without frame %llu, metadata records ok %llu bad %llu",
 			p->ifname, (unsigned long long)p->rx_frames,
+			(unsigned long long)p->rx_app_frames,
 			(unsigned long long)p->rx_bad, (unsigned long long)p->rx_nomatch,
 			(unsigned long long)p->tx_frames, (unsigned long long)p->tx_ref_bytes,
 			(unsigned long long)p->tx_drops, (unsigned long long)p->meta_ok,
@@ -980,6 +981,36 @@ static uint32_t rx_batch(struct xsk_port *p, struct xsk_sock *s)
 		xsk_conn_put(touched[i]);
 	}
 	return done;
+}
+
+/* Frames wait on some RX ring of @p (a racy peek: no lock). */
+static bool rx_pending(struct xsk_port *p)
+{
+	for (int i = 0; i < p->nq; i++) {
+		uint32_t pos;
+
+		if (xsk_cons_avail(&p->q[i].rx, &pos))
+			return true;
+	}
+	return false;
+}
+
+uint32_t xsk_port_rx_poll(struct xsk_port *p)
+{
+	uint32_t got = 0;
+
+	if (!rx_pending(p) || xiw_progress_is_self() ||
+	    pthread_mutex_trylock(&p->rx_lock))
+		return 0;
+	for (int i = 0; i < p->nq; i++)
+		got += rx_batch(p, &p->q[i]);
+	p->rx_app_frames += got;
+	pthread_mutex_unlock(&p->rx_lock);
+	if (got) {	/* the ACKs (or answers) utcp made */
+		xsk_port_flush(p);
+		port_resume(p);
+	}
+	return got;
 }
 
 static void port_rx_event(void *arg, uint32_t ev)
