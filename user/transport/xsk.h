@@ -61,6 +61,7 @@
 #define XSK_MAX_PKT	(64u * 1024)	/* largest frame we reassemble */
 #define XSK_HASH	1024	/* 4-tuple hash buckets per port */
 #define XSK_REF_MIN	256u	/* smaller umem pieces are copied, not pointed at */
+#define XSK_QUIET_TICK_NS 1000000ull	/* RX look while wake-ups are off */
 #define XSK_BIND_WAIT_MS 1000	/* bind: how long a busy queue may stay busy */
 
 /* ------------------------------------------------------- xsk_umem.c --- */
@@ -295,6 +296,12 @@ struct xsk_port {
 	pthread_mutex_t ev_lock;
 	struct xsk_conn *ev_head;
 
+	/* RX wake-ups (xsk_port_rx_arm): EPOLLIN is off while app threads
+	 * poll the rings for some connection (xsk_port_rx_poll) */
+	pthread_mutex_t arm_lock;	/* @rx_quiet, the rx_pfd event masks */
+	uint32_t napp;			/* connections app_read (atomic) */
+	bool rx_quiet;			/* EPOLLIN off; the timer looks too */
+
 	/* counters (xiwctl stat shows the XDP side) */
 	uint64_t rx_frames, rx_bad, rx_nomatch, tx_frames, tx_drops;
 	uint64_t meta_ok, meta_bad;
@@ -338,6 +345,15 @@ void xsk_port_rst(struct xsk_port *p, const struct utcp_seg *s,
  * Return: frames consumed.
  */
 uint32_t xsk_port_rx_poll(struct xsk_port *p);
+/**
+ * xsk_port_rx_arm() - after @napp changed (any thread; conn->lock may be
+ * held): turn the progress thread's RX wake-ups off while app threads
+ * poll @p's rings for a connection (it is read in app mode), back on when
+ * none does. While off, those polls take every connection's frames
+ * (upcalls owed to others are queued to the progress thread), and the
+ * port timer looks every XSK_QUIET_TICK_NS for what they leave.
+ */
+void xsk_port_rx_arm(struct xsk_port *p);
 /** xsk_port_flush() - kick the kernel to send submitted TX descriptors. */
 void xsk_port_flush(struct xsk_port *p);
 /** xsk_port_timer() - make sure the port timer fires by @deadline (ns). */

@@ -710,14 +710,31 @@ static void op_pause_read(struct xiw_llp *l, bool paused)
 	conn_kick(c);
 }
 
+/* lock held: set app_read, keeping the port's count (xsk_port_rx_arm).
+ * Return: true if it changed (call xsk_port_rx_arm after unlocking). */
+static bool app_read_set(struct xsk_conn *c, bool on)
+{
+	if (c->app_read == on)
+		return false;
+	c->app_read = on;
+	if (on)
+		__atomic_add_fetch(&c->port->napp, 1, __ATOMIC_SEQ_CST);
+	else
+		__atomic_sub_fetch(&c->port->napp, 1, __ATOMIC_SEQ_CST);
+	return true;
+}
+
 static void op_app_read(struct xiw_llp *l, bool on)
 {
 	struct xsk_conn *c = C(l);
+	bool changed;
 
 	pthread_mutex_lock(&c->lock);
-	c->app_read = on;
+	changed = app_read_set(c, on);
 	reraise_read(c);
 	pthread_mutex_unlock(&c->lock);
+	if (changed)
+		xsk_port_rx_arm(c->port);
 	conn_kick(c);
 }
 
@@ -775,6 +792,9 @@ static void conn_detach(void *arg)
 
 	pthread_mutex_lock(&c->lock);
 	conn_log_stats(c);
+	/* nobody reads it from an app thread any more */
+	if (app_read_set(c, false))
+		xsk_port_rx_arm(c->port);
 	c->cb = NULL;
 	c->arg = NULL;
 	c->detached = true;

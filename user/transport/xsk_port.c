@@ -214,6 +214,7 @@ static struct xsk_port *port_new(int ifindex)
 	pthread_mutex_init(&p->tbl_lock, NULL);
 	pthread_mutex_init(&p->tmr_lock, NULL);
 	pthread_mutex_init(&p->ev_lock, NULL);
+	pthread_mutex_init(&p->arm_lock, NULL);
 	return p;
 }
 
@@ -733,6 +734,48 @@ void xsk_port_timer(struct xsk_port *p, uint64_t deadline)
 	pthread_mutex_unlock(&p->tmr_lock);
 }
 
+/* XIW_XSK_RX_QUIET=0: the progress thread always wakes for RX frames. */
+static bool rx_quiet_on(void)
+{
+	static int on = -1;
+	int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		const char *e = getenv("XIW_XSK_RX_QUIET");
+
+		v = !(e && !strcmp(e, "0"));
+		__atomic_store_n(&on, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+/*
+ * Like ksock's app_read (EPOLLIN off on the QP's socket), but the RX
+ * sockets are the port's, shared by its connections: an idle one (the
+ * parameter-exchange QP perftest keeps) would wake the progress thread
+ * for every frame of the one in app mode. So off while any connection is
+ * in app mode: the engine leaves app mode when its polls stop for 1 ms.
+ * Every change of @napp calls this after it: the last call sees the last
+ * value.
+ */
+void xsk_port_rx_arm(struct xsk_port *p)
+{
+	bool quiet;
+
+	pthread_mutex_lock(&p->arm_lock);
+	quiet = rx_quiet_on() && __atomic_load_n(&p->napp, __ATOMIC_SEQ_CST);
+	if (quiet != p->rx_quiet && p->rx_pfd[0].cb) {
+		for (int i = 0; i < p->nq; i++)
+			xiw_progress_fd_mod(&p->rx_pfd[i], quiet ? 0 : EPOLLIN);
+		__atomic_store_n(&p->rx_quiet, quiet, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&p->arm_lock);
+	if (quiet)
+		xsk_port_timer(p, xiw_now_ns() + XSK_QUIET_TICK_NS);
+}
+
+static void port_rx_event(void *arg, uint32_t ev);
+
 /* Progress thread: run every connection's due timers, re-arm. */
 static void port_tmr_event(void *arg, uint32_t ev)
 {
@@ -761,6 +804,12 @@ static void port_tmr_event(void *arg, uint32_t ev)
 	xsk_port_flush(p);
 	if (port_resume(p) && now + 1000000 < next)
 		next = now + 1000000;
+	if (__atomic_load_n(&p->rx_quiet, __ATOMIC_ACQUIRE)) {
+		/* no RX wake-ups: take what the app threads left */
+		port_rx_event(p, 0);
+		if (now + XSK_QUIET_TICK_NS < next)
+			next = now + XSK_QUIET_TICK_NS;
+	}
 	xsk_port_timer(p, next);
 }
 
