@@ -322,12 +322,14 @@ int xsk_port_conn_add(struct xsk_port *p, struct xsk_conn *c);
 void xsk_port_conn_del(struct xsk_port *p, struct xsk_conn *c);
 /**
  * xsk_port_xmit() - send one Ethernet frame: @eth (14 octets) then the
- * utcp segment (@hdr, then @iov pieces). Copies into TX frames.
+ * utcp segment (@hdr, then @iov pieces). Copies into TX frames (or points
+ * at umem pieces). @sum: @hdr's TCP checksum is utcp's partial sum
+ * (cfg.output_sums_payload): add the payload during the copy and finish it.
  * Return: 0, or -ENOBUFS (no frame: the segment is lost, TCP resends).
  */
 int xsk_port_xmit(struct xsk_port *p, const uint8_t *eth, const uint8_t *hdr,
 		  uint32_t hdr_len, const struct utcp_iov *iov, int niov,
-		  uint32_t plen);
+		  uint32_t plen, bool sum);
 /** xsk_port_tx_room() - TX frames free for a segment of @len octets. */
 bool xsk_port_tx_room(struct xsk_port *p, uint32_t len);
 /** xsk_port_rst() - answer stray segment @s with a RST (RFC 9293

@@ -150,7 +150,7 @@ static void cb_output(void *ctx, const uint8_t *hdr, uint32_t hdr_len,
 {
 	struct xsk_conn *c = ctx;
 
-	if (xsk_port_xmit(c->port, c->eth, hdr, hdr_len, iov, niov, plen))
+	if (xsk_port_xmit(c->port, c->eth, hdr, hdr_len, iov, niov, plen, true))
 		c->tx_lost++;	/* like a drop on the wire: TCP recovers */
 }
 
@@ -1044,6 +1044,7 @@ struct xsk_conn *xsk_conn_new(struct xsk_port *p, uint32_t laddr, uint16_t lport
 	cfg.iss_set = true;
 	cfg.mss = (uint16_t)(p->mtu > 40 + 64 ? p->mtu - 40 : 536);
 	cfg.rcv_buf = c->rcap;
+	cfg.output_sums_payload = true;	/* cb_output sums while it copies */
 	cfg.snd_buf = 2 * sring;	/* zero-copy bytes need no ring room */
 	cfg.max_retries = env_uint("XIW_XSK_RETRIES", 15, 1, 100);
 	cfg.rto_min_ns = env_uint("XIW_XSK_RTO_MIN_MS", 200, 1, 1000) * 1000000ull;

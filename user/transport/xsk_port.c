@@ -564,9 +564,10 @@ struct txplan {
 	bool copy_open;			/* d[nd-1] is a frame still filling */
 };
 
-/* tx_lock held: append @len bytes at @src by copy. Return: 0 or -ENOBUFS. */
+/* tx_lock held: append @len bytes at @src by copy, adding them to @cs
+ * in the same pass when not NULL. Return: 0 or -ENOBUFS. */
 static int plan_copy(struct xsk_port *p, uint8_t *umem, struct txplan *t,
-		     const uint8_t *src, uint32_t len)
+		     const uint8_t *src, uint32_t len, struct utcp_csum *cs)
 {
 	while (len) {
 		struct xdp_desc *d;
@@ -581,7 +582,10 @@ static int plan_copy(struct xsk_port *p, uint8_t *umem, struct txplan *t,
 		}
 		d = &t->d[t->nd - 1];
 		k = XSK_FRAME - d->len < len ? XSK_FRAME - d->len : len;
-		memcpy(umem + d->addr + d->len, src, k);
+		if (cs)
+			utcp_csum_copy(cs, umem + d->addr + d->len, src, k);
+		else
+			memcpy(umem + d->addr + d->len, src, k);
 		d->len += k;
 		src += k;
 		len -= k;
@@ -616,29 +620,44 @@ static void plan_undo(struct xsk_port *p, struct txplan *t)
 		p->tx_free[p->tx_nfree++] = t->fr[--t->nfr];
 }
 
+/*
+ * The frame of one segment. @sum: @hdr carries utcp's partial checksum
+ * (cfg.output_sums_payload): the payload is added while it is copied
+ * (one pass, not a checksum pass and a copy), referenced pieces are summed
+ * where they are, and the final value goes into the frame's header copy
+ * (in d[0]: Ethernet and IP/TCP headers always fit the first frame).
+ */
 static int plan_build(struct xsk_port *p, uint8_t *umem, struct txplan *t,
 		      const uint8_t *eth, const uint8_t *hdr, uint32_t hdr_len,
-		      const struct utcp_iov *iov, int niov, bool refs)
+		      const struct utcp_iov *iov, int niov, bool refs, bool sum)
 {
-	int err = plan_copy(p, umem, t, eth, 14);
+	struct utcp_csum cs;
+	int err = plan_copy(p, umem, t, eth, 14, NULL);
 
 	if (!err)
-		err = plan_copy(p, umem, t, hdr, hdr_len);
+		err = plan_copy(p, umem, t, hdr, hdr_len, NULL);
+	if (sum)
+		utcp_csum_partial(&cs, hdr);
 	for (int i = 0; !err && i < niov; i++) {
 		if (refs && iov[i].len >= XSK_REF_MIN &&
 		    xsk_umem_contains(iov[i].base, iov[i].len)) {
 			err = plan_ref(t, umem, iov[i].base, iov[i].len);
+			if (sum)
+				utcp_csum_add(&cs, iov[i].base, iov[i].len);
 			p->tx_ref_bytes += iov[i].len;
 		} else {
-			err = plan_copy(p, umem, t, iov[i].base, iov[i].len);
+			err = plan_copy(p, umem, t, iov[i].base, iov[i].len,
+					sum ? &cs : NULL);
 		}
 	}
+	if (!err && sum)
+		utcp_csum_store(&cs, umem + t->d[0].addr + 14);
 	return err;
 }
 
 int xsk_port_xmit(struct xsk_port *p, const uint8_t *eth, const uint8_t *hdr,
 		  uint32_t hdr_len, const struct utcp_iov *iov, int niov,
-		  uint32_t plen)
+		  uint32_t plen, bool sum)
 {
 	struct xsk_umem *u = xsk_umem_get(NULL);
 	struct xsk_sock *s = &p->q[0];
@@ -651,11 +670,12 @@ int xsk_port_xmit(struct xsk_port *p, const uint8_t *eth, const uint8_t *hdr,
 	if (p->tx_nfree < XSK_MAX_DESC)
 		tx_reclaim(p);
 	/* multi-buffer lets payload stay where it is; else one frame */
-	err = plan_build(p, u->base, &t, eth, hdr, hdr_len, iov, niov, s->sg);
+	err = plan_build(p, u->base, &t, eth, hdr, hdr_len, iov, niov, s->sg, sum);
 	if (err == -E2BIG) {		/* too many pieces: copy them all */
 		plan_undo(p, &t);
 		t = (struct txplan){ .nd = 0 };
-		err = plan_build(p, u->base, &t, eth, hdr, hdr_len, iov, niov, false);
+		err = plan_build(p, u->base, &t, eth, hdr, hdr_len, iov, niov, false,
+				 sum);
 	}
 	if (!err && (t.nd > 1 && !s->sg))
 		err = -EMSGSIZE;
@@ -917,7 +937,7 @@ void xsk_port_rst(struct xsk_port *p, const struct utcp_seg *s,
 	utcp_csum_add(&cs, hdr + 20, 20);
 	sum = htons(utcp_csum_final(&cs));
 	memcpy(hdr + 36, &sum, 2);
-	xsk_port_xmit(p, eth, hdr, 40, NULL, 0, 0);
+	xsk_port_xmit(p, eth, hdr, 40, NULL, 0, 0, false);
 }
 
 /* One whole frame (@f, @len octets from the Ethernet header). */

@@ -143,6 +143,14 @@ struct utcp_ops {
  * @ttl:           IPv4 TTL (default 64).
  * @init_cwnd_segs: initial window in segments (default 10, RFC 6928).
  * @challenge_ack_limit: RFC 5961 §7 challenge ACKs per second (default 100).
+ * @output_sums_payload: @output adds the payload to the TCP checksum (to
+ *                 fuse it with the copy it makes anyway): the checksum
+ *                 field of every segment then holds the folded, not
+ *                 complemented, sum of pseudo-header and TCP header
+ *                 (network order; utcp_csum_partial() reads it), and
+ *                 @output must finish it (utcp_csum_copy / utcp_csum_add
+ *                 over the payload, utcp_csum_final) before the segment
+ *                 leaves.
  */
 struct utcp_cfg {
 	uint32_t laddr, raddr;
@@ -164,6 +172,7 @@ struct utcp_cfg {
 	uint8_t ttl;
 	unsigned int init_cwnd_segs;
 	unsigned int challenge_ack_limit;
+	bool output_sums_payload;
 };
 
 /**
@@ -333,6 +342,16 @@ void utcp_csum_copy(struct utcp_csum *cs, void *dst, const void *src, size_t len
 /** utcp_csum_final() - the 16-bit checksum field value (complemented,
  *  host order). Summing a packet that includes a correct field gives 0. */
 uint16_t utcp_csum_final(const struct utcp_csum *cs);
+/**
+ * utcp_csum_partial() - for @output with cfg.output_sums_payload: start
+ * @cs from the partial sum utcp left in the checksum field of @hdr (the
+ * IPv4 + TCP header @output got; IPv4 header without options). Then add
+ * the payload and store utcp_csum_final() with utcp_csum_store().
+ */
+void utcp_csum_partial(struct utcp_csum *cs, const uint8_t *hdr);
+/** utcp_csum_store() - write the final TCP checksum of @cs into @hdr
+ *  (a copy of the header utcp_csum_partial() read). */
+void utcp_csum_store(const struct utcp_csum *cs, uint8_t *hdr);
 /** utcp_csum_pseudo() - IPv4 pseudo-header partial sum (RFC 9293 §3.1). */
 uint32_t utcp_csum_pseudo(uint32_t saddr, uint32_t daddr, uint8_t proto,
 			  uint32_t len);

@@ -104,6 +104,18 @@ uint16_t utcp_csum_final(const struct utcp_csum *cs)
 	return (uint16_t)~s;
 }
 
+#define TCP_CSUM_AT (20 + 16)	/* IPv4 header without options + TCP offset */
+
+void utcp_csum_partial(struct utcp_csum *cs, const uint8_t *hdr)
+{
+	utcp_csum_init(cs, rd16(hdr + TCP_CSUM_AT));
+}
+
+void utcp_csum_store(const struct utcp_csum *cs, uint8_t *hdr)
+{
+	wr16(hdr + TCP_CSUM_AT, utcp_csum_final(cs));
+}
+
 uint32_t utcp_csum_pseudo(uint32_t saddr, uint32_t daddr, uint8_t proto, uint32_t len)
 {
 	return (saddr >> 16) + (saddr & 0xffff) + (daddr >> 16) + (daddr & 0xffff) +
@@ -165,7 +177,9 @@ int utcp_seg_parse(const uint8_t *pkt, size_t len, bool verify_csum, struct utcp
 /*
  * Write the IPv4 (20 B) + TCP header with @optlen option bytes into @hdr
  * and both checksums (the TCP one over header, options and the @niov
- * payload pieces). Return: header length.
+ * payload pieces; with cfg.output_sums_payload only the folded sum of
+ * pseudo-header and header, which @output finishes). Return: header
+ * length.
  */
 int utcp_build_hdr(struct utcp_conn *c, uint8_t *hdr, uint32_t seq, uint32_t ack,
 		   uint8_t flags, uint16_t wnd, const uint8_t *opts,
@@ -200,6 +214,11 @@ int utcp_build_hdr(struct utcp_conn *c, uint8_t *hdr, uint32_t seq, uint32_t ack
 		memcpy(t + 20, opts, optlen);
 	utcp_csum_init(&cs, utcp_csum_pseudo(c->cfg.laddr, c->cfg.raddr, 6, tlen));
 	utcp_csum_add(&cs, t, thl);
+	if (c->cfg.output_sums_payload) {
+		/* ~final is the folded sum: @output adds the payload */
+		wr16(t + 16, (uint16_t)~utcp_csum_final(&cs));
+		return (int)(20 + thl);
+	}
 	for (int i = 0; i < niov; i++)
 		utcp_csum_add(&cs, iov[i].base, iov[i].len);
 	wr16(t + 16, utcp_csum_final(&cs));
