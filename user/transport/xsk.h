@@ -428,6 +428,8 @@ struct xsk_conn {
 	uint8_t *rbuf;
 	uint32_t rcap;
 	uint64_t r_head, r_tail;	/* written by deliver / read by recv */
+	uint32_t r_staged;		/* copied behind r_head by cb_stage,
+					 * not committed yet */
 	bool fin;			/* the peer's FIN is in order */
 	bool tcp_closed;		/* utcp reported closed */
 	int tcp_err;

@@ -170,6 +170,14 @@ static void cb_deliver(void *ctx, uint64_t off, const uint8_t *data, uint32_t le
 		utcp_recved(c->tcp, len, c->last_rx_ns);
 		return;
 	}
+	if (!data) {		/* cb_stage copied exactly these: commit */
+		if (len != c->r_staged)
+			xiw_log(XIW_LOG_ERROR, "xsk: staged %u, committing %u", c->r_staged, len);
+		else
+			c->r_head += len;
+		c->r_staged = 0;
+		return;
+	}
 	if (len > room) {	/* cannot happen: the window is the ring */
 		xiw_log(XIW_LOG_ERROR, "xsk: receive ring overrun (%u > %u)", len, room);
 		len = room;
@@ -179,6 +187,24 @@ static void cb_deliver(void *ctx, uint64_t off, const uint8_t *data, uint32_t le
 	memcpy(c->rbuf + pos, data, n1);
 	memcpy(c->rbuf, data + n1, len - n1);
 	c->r_head += len;
+}
+
+/* utcp_ops.stage: copy an in-order segment's payload to the receive ring
+ * behind r_head (not visible yet) while utcp sums it for its checksum. */
+static bool cb_stage(void *ctx, const uint8_t *data, uint32_t len,
+		     struct utcp_csum *cs)
+{
+	struct xsk_conn *c = ctx;
+	uint32_t room = c->rcap - (uint32_t)(c->r_head - c->r_tail), pos, n1;
+
+	if (c->released || len > room)
+		return false;
+	pos = (uint32_t)(c->r_head % c->rcap);
+	n1 = c->rcap - pos < len ? c->rcap - pos : len;
+	utcp_csum_copy(cs, c->rbuf + pos, data, n1);
+	utcp_csum_copy(cs, c->rbuf, data + n1, len - n1);
+	c->r_staged = len;
+	return true;
 }
 
 static void cb_acked(void *ctx, uint64_t off)
@@ -235,6 +261,7 @@ static const struct utcp_ops conn_utcp_ops = {
 	.acked = cb_acked,
 	.state = cb_state,
 	.closed = cb_closed,
+	.stage = cb_stage,
 };
 
 /* ------------------------------------------------------------ common --- */

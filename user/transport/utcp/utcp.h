@@ -77,6 +77,8 @@ struct utcp_iov {
 /** Longest IPv4+TCP header utcp builds (20 + 60). */
 #define UTCP_MAX_HDR 80
 
+struct utcp_csum;
+
 /**
  * struct utcp_ops - callbacks into the owner (all run synchronously).
  * @fill:    describe stream bytes [@off, @off+@len) of the send stream (@off
@@ -90,7 +92,18 @@ struct utcp_iov {
  *           pieces of @iov (@plen bytes in all). Nothing is retained by
  *           utcp after return.
  * @deliver: @len in-order received bytes at receive-stream offset @off;
- *           @len == 0 means the peer's FIN (end of stream).
+ *           @len == 0 means the peer's FIN (end of stream). @data NULL
+ *           with @len > 0: the bytes are those @stage just copied for this
+ *           segment (commit them, copy nothing).
+ * @stage:   optional (NULL: utcp sums every segment in place): copy the
+ *           @len payload bytes of an in-order, in-window data segment
+ *           whose checksum is not verified yet to where @deliver would
+ *           put them, adding them to @cs in the same pass
+ *           (utcp_csum_copy), without making them visible. Return: true
+ *           if copied and summed; false (nothing done, @cs untouched) if
+ *           the owner has no room or does not want them. Staged bytes of
+ *           a segment that fails the checksum, or that the state machine
+ *           drops, are never committed: the next @stage overwrites them.
  * @acked:   the peer acknowledged the send stream up to @off (bytes from
  *           0): the owner may release / complete everything below @off
  *           (seed 000 ACK-mode completions).
@@ -109,6 +122,8 @@ struct utcp_ops {
 	void (*acked)(void *ctx, uint64_t off);
 	void (*state)(void *ctx, enum utcp_state old, enum utcp_state new_state);
 	void (*closed)(void *ctx, int err);
+	bool (*stage)(void *ctx, const uint8_t *data, uint32_t len,
+		      struct utcp_csum *cs);
 };
 
 /**
