@@ -10,7 +10,8 @@
  * put it in the XSKMAP, stock its fill ring, drop flows/listeners a dead
  * owner of the slot left behind.
  *
- * Receive (progress thread, EPOLLIN on each socket): frames of up to
+ * Receive (progress thread, EPOLLIN on each socket; or an app thread
+ * polling for its connection, xsk_port_rx_poll): frames of up to
  * XSK_MAX_PKT octets (multi-buffer pieces are joined), Ethernet + IPv4 +
  * TCP, demultiplexed by 4-tuple (or by the metadata record's connection
  * id, checked against the 4-tuple) to a connection, whose utcp consumes
