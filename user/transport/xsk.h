@@ -301,6 +301,7 @@ struct xsk_port {
 	pthread_mutex_t arm_lock;	/* @rx_quiet, the rx_pfd event masks */
 	uint32_t napp;			/* connections app_read (atomic) */
 	bool rx_quiet;			/* EPOLLIN off; the timer looks too */
+	uint64_t app_poll_ns;		/* last xsk_port_rx_poll (atomic) */
 
 	/* counters (xiwctl stat shows the XDP side) */
 	uint64_t rx_frames, rx_bad, rx_nomatch, tx_frames, tx_drops;

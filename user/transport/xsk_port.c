@@ -28,6 +28,7 @@
  * connections; any thread may pull it earlier (xsk_port_timer).
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1069,8 +1070,10 @@ uint32_t xsk_port_rx_poll(struct xsk_port *p)
 {
 	uint32_t got = 0;
 
-	if (!rx_pending(p) || xiw_progress_is_self() ||
-	    pthread_mutex_trylock(&p->rx_lock))
+	if (xiw_progress_is_self())
+		return 0;
+	__atomic_store_n(&p->app_poll_ns, xiw_now_ns(), __ATOMIC_RELAXED);
+	if (!rx_pending(p) || pthread_mutex_trylock(&p->rx_lock))
 		return 0;
 	for (int i = 0; i < p->nq; i++)
 		got += rx_batch(p, &p->q[i]);
@@ -1083,11 +1086,54 @@ uint32_t xsk_port_rx_poll(struct xsk_port *p)
 	return got;
 }
 
+#define XSK_APP_RECENT_NS 200000ull	/* an app thread polls the port */
+
+/* XIW_XSK_APP_GRACE_US (20; 0: none): how long rx_app_grace waits. */
+static uint64_t app_grace_ns(void)
+{
+	static int64_t v = -1;
+	int64_t g = __atomic_load_n(&v, __ATOMIC_RELAXED);
+
+	if (g < 0) {
+		const char *e = getenv("XIW_XSK_APP_GRACE_US");
+
+		g = (e && *e ? atoll(e) : 20) * 1000;
+		if (g < 0 || g > 1000000)
+			g = 20000;
+		__atomic_store_n(&v, g, __ATOMIC_RELAXED);
+	}
+	return (uint64_t)g;
+}
+
+/*
+ * Progress thread, woken for RX frames: an app thread polled this port
+ * lately (xsk_port_rx_poll). Let it take them (a few yields, at most
+ * app_grace_ns()): whoever is first keeps being first, and a progress
+ * thread that always wins keeps a ping-pong paying a wake-up per message
+ * (the app's passes then find nothing, back off and never switch the
+ * wake-ups off). Return: true if the app thread took them.
+ */
+static bool rx_app_grace(struct xsk_port *p)
+{
+	uint64_t t0 = xiw_now_ns(), grace = app_grace_ns();
+
+	if (!grace ||
+	    t0 - __atomic_load_n(&p->app_poll_ns, __ATOMIC_RELAXED) > XSK_APP_RECENT_NS)
+		return false;
+	while (rx_pending(p)) {
+		if (xiw_now_ns() - t0 > grace)
+			return false;
+		sched_yield();
+	}
+	return true;
+}
+
 static void port_rx_event(void *arg, uint32_t ev)
 {
 	struct xsk_port *p = arg;
 
-	(void)ev;
+	if (ev && rx_app_grace(p))
+		return;
 	pthread_mutex_lock(&p->rx_lock);
 	for (int i = 0; i < p->nq; i++)
 		for (int b = 0; b < 16 && rx_batch(p, &p->q[i]) == RX_BATCH; b++)
