@@ -1045,6 +1045,12 @@ static uint32_t rx_batch(struct xsk_port *p, struct xsk_sock *s)
 		else
 			rx_frame(p, done - first > 1 ? p->rx_buf : f, tot,
 				 done - first > 1 ? 0 : head, touched, &nt);
+		/* the frame goes back to the fill ring: a later packet without
+		 * a record must not find this one's in front of it (it would
+		 * fail the check and count as meta_bad) */
+		if (f && head >= sizeof(struct xiw_xdp_meta))
+			memset((uint8_t *)f - sizeof(struct xiw_xdp_meta), 0,
+			       sizeof(((struct xiw_xdp_meta *)0)->magic));
 	}
 	rx_recycle(s, pos, done);
 	for (int i = 0; i < nt; i++) {
