@@ -15,8 +15,15 @@
  * sequence invariants (snd_una <= snd_nxt <= snd_max, the scoreboard
  * sorted within (snd_una, snd_max]); @fill asked only for queued bytes
  * that were not released; @deliver offsets are contiguous.
+ *
+ * Option bit 64: both ends run the fused checksum paths the xsk transport
+ * uses (cfg.output_sums_payload: @output finishes the checksum; @stage:
+ * in-order payload copied and summed before it is verified, committed by
+ * @deliver(NULL, len)); bit 128 with it: @stage refuses every other
+ * segment (the in-place fallback).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +42,9 @@ struct fep {
 	uint64_t acked, queued, rlen;
 	int peer;
 	bool closed;
+	uint32_t staged;		/* @stage copied this much to sbuf */
+	unsigned int stages;
+	uint8_t sbuf[65536];
 };
 
 struct qpkt {
@@ -47,6 +57,7 @@ static struct fep E[2];
 static struct qpkt Q[QMAX];
 static int nq;
 static bool capture;	/* queue output to the peer (setup phase) */
+static bool fused, refuse;	/* option bits 64, 128 */
 
 static int f_fill(void *ctx, uint64_t off, uint32_t len, struct utcp_iov *iov, int max)
 {
@@ -74,7 +85,16 @@ static void f_output(void *ctx, const uint8_t *hdr, uint32_t hlen,
 		memcpy(pkt + n, iov[i].base, iov[i].len);
 		n += iov[i].len;
 	}
-	if (n != hlen + plen || utcp_seg_parse(pkt, n, true, &s) != 0)
+	if (n != hlen + plen)
+		abort();
+	if (fused) {		/* finish the partial sum utcp left */
+		struct utcp_csum cs;
+
+		utcp_csum_partial(&cs, pkt);
+		utcp_csum_add(&cs, pkt + hlen, plen);
+		utcp_csum_store(&cs, pkt);
+	}
+	if (utcp_seg_parse(pkt, n, true, &s) != 0)
 		abort();
 	if (capture && nq < QMAX && n <= sizeof(Q[0].b)) {
 		Q[nq].to = e->peer;
@@ -88,7 +108,13 @@ static void f_deliver(void *ctx, uint64_t off, const uint8_t *d, uint32_t len)
 {
 	struct fep *e = ctx;
 
-	if (off != e->rlen || (len && !d))
+	if (len && !d) {	/* commit what @stage copied */
+		if (!fused || e->staged != len)
+			abort();
+		d = e->sbuf;
+	}
+	e->staged = 0;
+	if (off != e->rlen)
 		abort();
 	e->rlen += len;
 	if (len)
@@ -114,9 +140,28 @@ static void f_closed(void *ctx, int err)
 	e->closed = true;
 }
 
+static bool f_stage(void *ctx, const uint8_t *d, uint32_t len,
+		    struct utcp_csum *cs)
+{
+	struct fep *e = ctx;
+
+	if (!len || len > sizeof(e->sbuf))
+		abort();
+	if (refuse && e->stages++ % 2)
+		return false;
+	utcp_csum_copy(cs, e->sbuf, d, len);
+	e->staged = len;
+	return true;
+}
+
 static const struct utcp_ops fops = {
 	.fill = f_fill, .output = f_output, .deliver = f_deliver,
 	.acked = f_acked, .closed = f_closed,
+};
+
+static const struct utcp_ops fops_fused = {
+	.fill = f_fill, .output = f_output, .deliver = f_deliver,
+	.acked = f_acked, .closed = f_closed, .stage = f_stage,
 };
 
 static void pump(uint64_t now, int drop_mask)
@@ -180,10 +225,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	scen = data[0] % 9;
 	optb = data[1];
+	fused = optb & 64;
+	refuse = optb & 128;
 	if (!sdata[1])
 		for (size_t i = 0; i < SBUF; i++)
 			sdata[i] = (uint8_t)(i * 7 + 3);
-	memset(E, 0, sizeof(E));
+	for (int i = 0; i < 2; i++)	/* not the 64 KiB staging buffers */
+		memset(&E[i], 0, offsetof(struct fep, sbuf));
 	memset(cfg, 0, sizeof(cfg));
 	nq = 0;
 	for (int i = 0; i < 2; i++) {
@@ -201,13 +249,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cfg[i].syn_retries = 2;
 		cfg[i].msl_ns = 1000000000ull;
 		cfg[i].cc = (optb & 32) ? UTCP_CC_NEWRENO : UTCP_CC_CUBIC;
+		cfg[i].output_sums_payload = fused;
 	}
 	cfg[1].no_ts = optb & 1;
 	cfg[1].no_sack = optb & 2;
 	cfg[1].no_wscale = optb & 4;
 	for (int i = 0; i < 2; i++) {
 		E[i].peer = !i;
-		E[i].c = utcp_new(&cfg[i], &fops, &E[i]);
+		E[i].c = utcp_new(&cfg[i], fused ? &fops_fused : &fops, &E[i]);
 		if (!E[i].c)
 			abort();
 	}

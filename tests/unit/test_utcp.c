@@ -1053,6 +1053,45 @@ static void test_zero_window(void **state)
 	link_free(l);
 }
 
+/*
+ * A receiver that does not read while data keeps coming: its window
+ * shrinks to zero and it must never take more than its buffer (the xsk
+ * transport's receive ring is exactly that big). With window scaling a
+ * kept right edge is rounded up to the scale unit; taken as the new
+ * promise, each ACK moved it further (a full 1 MiB ring was overrun by
+ * 6 KB in 64 KB ib_write_bw over xsk).
+ */
+static void test_window_no_creep(void **state)
+{
+	const uint32_t rb = 1u << 20;
+	struct link *l = link_new(41, 3u << 20, 0);
+	struct utcp_info b;
+
+	(void)state;
+	l->ep[0].cfg.snd_buf = 4u << 20;
+	l->ep[1].cfg.rcv_buf = rb;
+	l->ep[1].no_recved = true;
+	link_start(l);
+	handshake(l);
+	assert_true(info(&l->ep[1]).rcv_wscale > 0);
+	assert_int_equal(utcp_send(l->ep[0].c, 3u << 20, l->now), 0);
+	run(l, 20000 * MS, NULL);
+	b = info(&l->ep[1]);
+	assert_true(b.rcv_delivered <= rb);
+	assert_true(b.rcv_delivered > rb - utcp_smss(l->ep[1].c));
+	/* every window it sent ends inside the buffer */
+	for (size_t i = 0; i < l->ep[1].nlog; i++) {
+		const struct sent *r = &l->ep[1].log[i];
+		uint32_t edge = r->ack + ((uint32_t)r->wnd << b.rcv_wscale);
+
+		if (!(r->flags & UTCP_SYN) && (r->flags & UTCP_ACK))
+			assert_true((uint32_t)(edge - (l->ep[0].cfg.iss + 1)) <=
+				    rb + (1u << b.rcv_wscale) - 1);
+	}
+	assert_memory_equal(l->ep[1].rdata, l->ep[0].sdata, b.rcv_delivered);
+	link_free(l);
+}
+
 /* ------------------------------------------------------------ close */
 
 static bool both_closed(struct link *l)
@@ -1594,6 +1633,7 @@ int main(void)
 		cmocka_unit_test(test_rto_backoff_give_up),
 		cmocka_unit_test(test_rto_recovery),
 		cmocka_unit_test(test_zero_window),
+		cmocka_unit_test(test_window_no_creep),
 		cmocka_unit_test(test_close_normal),
 		cmocka_unit_test(test_simultaneous_close),
 		cmocka_unit_test(test_fin_loss),

@@ -105,6 +105,58 @@ static size_t make_pkt(uint8_t *p, const uint8_t *opts, size_t optlen,
 	return tot;
 }
 
+/*
+ * cfg.output_sums_payload: utcp leaves the partial sum, the owner adds the
+ * payload while copying it (utcp_csum_copy, any piece sizes, odd ones
+ * included) and stores the result: the same checksum as utcp's own, and
+ * a segment that parses with its checksum verified. A header left
+ * unfinished must not verify.
+ */
+static void test_csum_fused_output(void **state)
+{
+	static const uint32_t cuts[] = { 0, 1, 7, 256, 999, 1447 };
+	struct utcp_conn full, part;
+	uint8_t pay[1448], hfull[UTCP_MAX_HDR], pkt[UTCP_MAX_HDR + 1448];
+	struct utcp_iov iov[2];
+	struct utcp_seg s;
+	int hl;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(pay); i++)
+		pay[i] = (uint8_t)(i * 31 + 7);
+	memset(&full, 0, sizeof(full));
+	full.cfg.laddr = 0x0a000001;
+	full.cfg.raddr = 0x0a000002;
+	full.cfg.lport = 4791;
+	full.cfg.rport = 40000;
+	utcp_cfg_init(&full.cfg);
+	part = full;
+	part.cfg.output_sums_payload = true;
+	for (size_t k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
+		struct utcp_csum cs;
+		uint32_t a = cuts[k];
+
+		iov[0] = (struct utcp_iov){ .base = pay, .len = a };
+		iov[1] = (struct utcp_iov){ .base = pay + a, .len = sizeof(pay) - a };
+		full.ip_id = part.ip_id = 5;
+		hl = utcp_build_hdr(&full, hfull, 1000, 2000, UTCP_ACK, 512, NULL,
+				    0, iov, 2, sizeof(pay));
+		assert_int_equal(utcp_build_hdr(&part, pkt, 1000, 2000, UTCP_ACK, 512,
+						NULL, 0, iov, 2, sizeof(pay)), hl);
+		/* unfinished: the payload is not in the sum yet */
+		memcpy(pkt + hl, pay, sizeof(pay));
+		assert_int_equal(utcp_seg_parse(pkt, (size_t)hl + sizeof(pay), true, &s),
+				 -EBADMSG);
+		utcp_csum_partial(&cs, pkt);
+		utcp_csum_copy(&cs, pkt + hl, iov[0].base, iov[0].len);
+		utcp_csum_copy(&cs, pkt + hl + a, iov[1].base, iov[1].len);
+		utcp_csum_store(&cs, pkt);
+		assert_memory_equal(pkt, hfull, (size_t)hl);
+		assert_int_equal(utcp_seg_parse(pkt, (size_t)hl + sizeof(pay), true, &s), 0);
+		assert_int_equal(s.len, sizeof(pay));
+	}
+}
+
 static void test_seg_parse(void **state)
 {
 	uint8_t p[200], q[200];
@@ -280,6 +332,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_csum_pieces),
+		cmocka_unit_test(test_csum_fused_output),
 		cmocka_unit_test(test_seg_parse),
 		cmocka_unit_test(test_opts),
 		cmocka_unit_test(test_serial),

@@ -61,6 +61,7 @@
 #define XSK_MAX_PKT	(64u * 1024)	/* largest frame we reassemble */
 #define XSK_HASH	1024	/* 4-tuple hash buckets per port */
 #define XSK_REF_MIN	256u	/* smaller umem pieces are copied, not pointed at */
+#define XSK_QUIET_TICK_NS 1000000ull	/* RX look while wake-ups are off */
 #define XSK_BIND_WAIT_MS 1000	/* bind: how long a busy queue may stay busy */
 
 /* ------------------------------------------------------- xsk_umem.c --- */
@@ -295,9 +296,17 @@ struct xsk_port {
 	pthread_mutex_t ev_lock;
 	struct xsk_conn *ev_head;
 
+	/* RX wake-ups (xsk_port_rx_arm): EPOLLIN is off while app threads
+	 * poll the rings for some connection (xsk_port_rx_poll) */
+	pthread_mutex_t arm_lock;	/* @rx_quiet, the rx_pfd event masks */
+	uint32_t napp;			/* connections app_read (atomic) */
+	bool rx_quiet;			/* EPOLLIN off; the timer looks too */
+	uint64_t app_poll_ns;		/* last xsk_port_rx_poll (atomic) */
+
 	/* counters (xiwctl stat shows the XDP side) */
 	uint64_t rx_frames, rx_bad, rx_nomatch, tx_frames, tx_drops;
 	uint64_t meta_ok, meta_bad;
+	uint64_t rx_app_frames;		/* of @rx_frames, taken by app threads */
 	uint8_t *rx_buf;		/* multi-buffer reassembly (progress) */
 };
 
@@ -314,18 +323,40 @@ int xsk_port_conn_add(struct xsk_port *p, struct xsk_conn *c);
 void xsk_port_conn_del(struct xsk_port *p, struct xsk_conn *c);
 /**
  * xsk_port_xmit() - send one Ethernet frame: @eth (14 octets) then the
- * utcp segment (@hdr, then @iov pieces). Copies into TX frames.
+ * utcp segment (@hdr, then @iov pieces). Copies into TX frames (or points
+ * at umem pieces). @sum: @hdr's TCP checksum is utcp's partial sum
+ * (cfg.output_sums_payload): add the payload during the copy and finish it.
  * Return: 0, or -ENOBUFS (no frame: the segment is lost, TCP resends).
  */
 int xsk_port_xmit(struct xsk_port *p, const uint8_t *eth, const uint8_t *hdr,
 		  uint32_t hdr_len, const struct utcp_iov *iov, int niov,
-		  uint32_t plen);
+		  uint32_t plen, bool sum);
 /** xsk_port_tx_room() - TX frames free for a segment of @len octets. */
 bool xsk_port_tx_room(struct xsk_port *p, uint32_t len);
 /** xsk_port_rst() - answer stray segment @s with a RST (RFC 9293
  *  §3.10.7.1), to @src_mac. Never answers a RST. */
 void xsk_port_rst(struct xsk_port *p, const struct utcp_seg *s,
 		  const uint8_t *src_mac);
+/**
+ * xsk_port_rx_poll() - receive on @p's RX rings from an app thread that
+ * polls for its own connection's bytes (op_recv found none), so a
+ * ping-pong does not wait for the progress thread's wake-up. Non-blocking:
+ * returns at once on the progress thread, when the rings are empty, or
+ * when another thread receives on @p (rx_lock taken). Upcalls owed to
+ * the connections touched are queued to the progress thread. Call with
+ * no connection lock held.
+ * Return: frames consumed.
+ */
+uint32_t xsk_port_rx_poll(struct xsk_port *p);
+/**
+ * xsk_port_rx_arm() - after @napp changed (any thread; conn->lock may be
+ * held): turn the progress thread's RX wake-ups off while app threads
+ * poll @p's rings for a connection (it is read in app mode), back on when
+ * none does. While off, those polls take every connection's frames
+ * (upcalls owed to others are queued to the progress thread), and the
+ * port timer looks every XSK_QUIET_TICK_NS for what they leave.
+ */
+void xsk_port_rx_arm(struct xsk_port *p);
 /** xsk_port_flush() - kick the kernel to send submitted TX descriptors. */
 void xsk_port_flush(struct xsk_port *p);
 /** xsk_port_timer() - make sure the port timer fires by @deadline (ns). */
@@ -398,6 +429,8 @@ struct xsk_conn {
 	uint8_t *rbuf;
 	uint32_t rcap;
 	uint64_t r_head, r_tail;	/* written by deliver / read by recv */
+	uint32_t r_staged;		/* copied behind r_head by cb_stage,
+					 * not committed yet */
 	bool fin;			/* the peer's FIN is in order */
 	bool tcp_closed;		/* utcp reported closed */
 	int tcp_err;

@@ -150,7 +150,7 @@ static void cb_output(void *ctx, const uint8_t *hdr, uint32_t hdr_len,
 {
 	struct xsk_conn *c = ctx;
 
-	if (xsk_port_xmit(c->port, c->eth, hdr, hdr_len, iov, niov, plen))
+	if (xsk_port_xmit(c->port, c->eth, hdr, hdr_len, iov, niov, plen, true))
 		c->tx_lost++;	/* like a drop on the wire: TCP recovers */
 }
 
@@ -170,6 +170,14 @@ static void cb_deliver(void *ctx, uint64_t off, const uint8_t *data, uint32_t le
 		utcp_recved(c->tcp, len, c->last_rx_ns);
 		return;
 	}
+	if (!data) {		/* cb_stage copied exactly these: commit */
+		if (len != c->r_staged)
+			xiw_log(XIW_LOG_ERROR, "xsk: staged %u, committing %u", c->r_staged, len);
+		else
+			c->r_head += len;
+		c->r_staged = 0;
+		return;
+	}
 	if (len > room) {	/* cannot happen: the window is the ring */
 		xiw_log(XIW_LOG_ERROR, "xsk: receive ring overrun (%u > %u)", len, room);
 		len = room;
@@ -179,6 +187,24 @@ static void cb_deliver(void *ctx, uint64_t off, const uint8_t *data, uint32_t le
 	memcpy(c->rbuf + pos, data, n1);
 	memcpy(c->rbuf, data + n1, len - n1);
 	c->r_head += len;
+}
+
+/* utcp_ops.stage: copy an in-order segment's payload to the receive ring
+ * behind r_head (not visible yet) while utcp sums it for its checksum. */
+static bool cb_stage(void *ctx, const uint8_t *data, uint32_t len,
+		     struct utcp_csum *cs)
+{
+	struct xsk_conn *c = ctx;
+	uint32_t room = c->rcap - (uint32_t)(c->r_head - c->r_tail), pos, n1;
+
+	if (c->released || len > room)
+		return false;
+	pos = (uint32_t)(c->r_head % c->rcap);
+	n1 = c->rcap - pos < len ? c->rcap - pos : len;
+	utcp_csum_copy(cs, c->rbuf + pos, data, n1);
+	utcp_csum_copy(cs, c->rbuf, data + n1, len - n1);
+	c->r_staged = len;
+	return true;
 }
 
 static void cb_acked(void *ctx, uint64_t off)
@@ -235,6 +261,7 @@ static const struct utcp_ops conn_utcp_ops = {
 	.acked = cb_acked,
 	.state = cb_state,
 	.closed = cb_closed,
+	.stage = cb_stage,
 };
 
 /* ------------------------------------------------------------ common --- */
@@ -421,6 +448,28 @@ void xsk_conn_tx_resume(struct xsk_conn *c)
 	conn_unlock(c);
 }
 
+/*
+ * Off the progress thread, after input: does @c owe an upcall the progress
+ * thread would deliver? Readability while the owner does not want
+ * @readable (its app threads read: app_read, or paused) is dropped as
+ * xsk_conn_deliver() drops it (re-raised when reading resumes), so an
+ * app thread that took its own bytes off the ring (xsk_port_rx_poll)
+ * wakes nobody.
+ */
+static bool conn_owes(struct xsk_conn *c)
+{
+	bool owes;
+
+	pthread_mutex_lock(&c->lock);
+	if (!can_read(c))
+		c->ev &= ~XSK_EV_READABLE;
+	if (!c->want_write)
+		c->ev &= ~XSK_EV_WRITABLE;
+	owes = c->ev != 0;
+	pthread_mutex_unlock(&c->lock);
+	return owes;
+}
+
 /**
  * xsk_conn_deliver() - run the upcalls @c owes, progress thread only, no
  * lock held: connected (first @writable), @writable, @readable, or
@@ -435,7 +484,8 @@ void xsk_conn_deliver(struct xsk_conn *c)
 	int err;
 
 	if (!xiw_progress_is_self()) {	/* an app thread received: queue */
-		xsk_port_queue_ev(c->port, c);
+		if (conn_owes(c))
+			xsk_port_queue_ev(c->port, c);
 		return;
 	}
 	pthread_mutex_lock(&c->lock);
@@ -617,6 +667,15 @@ static ssize_t op_recv(struct xiw_llp *l, struct iovec *iov, int n)
 
 	pthread_mutex_lock(&c->lock);
 	avail = (uint32_t)(c->r_head - c->r_tail);
+	if (!avail && !c->fin && !c->tcp_closed) {
+		/* nothing here yet: take the port's frames in this thread
+		 * rather than wait for the progress thread to wake up
+		 * (rx_lock comes before c->lock) */
+		pthread_mutex_unlock(&c->lock);
+		xsk_port_rx_poll(c->port);
+		pthread_mutex_lock(&c->lock);
+		avail = (uint32_t)(c->r_head - c->r_tail);
+	}
 	if (!avail) {
 		ssize_t r = -EAGAIN;
 
@@ -678,14 +737,31 @@ static void op_pause_read(struct xiw_llp *l, bool paused)
 	conn_kick(c);
 }
 
+/* lock held: set app_read, keeping the port's count (xsk_port_rx_arm).
+ * Return: true if it changed (call xsk_port_rx_arm after unlocking). */
+static bool app_read_set(struct xsk_conn *c, bool on)
+{
+	if (c->app_read == on)
+		return false;
+	c->app_read = on;
+	if (on)
+		__atomic_add_fetch(&c->port->napp, 1, __ATOMIC_SEQ_CST);
+	else
+		__atomic_sub_fetch(&c->port->napp, 1, __ATOMIC_SEQ_CST);
+	return true;
+}
+
 static void op_app_read(struct xiw_llp *l, bool on)
 {
 	struct xsk_conn *c = C(l);
+	bool changed;
 
 	pthread_mutex_lock(&c->lock);
-	c->app_read = on;
+	changed = app_read_set(c, on);
 	reraise_read(c);
 	pthread_mutex_unlock(&c->lock);
+	if (changed)
+		xsk_port_rx_arm(c->port);
 	conn_kick(c);
 }
 
@@ -743,6 +819,9 @@ static void conn_detach(void *arg)
 
 	pthread_mutex_lock(&c->lock);
 	conn_log_stats(c);
+	/* nobody reads it from an app thread any more */
+	if (app_read_set(c, false))
+		xsk_port_rx_arm(c->port);
 	c->cb = NULL;
 	c->arg = NULL;
 	c->detached = true;
@@ -992,6 +1071,7 @@ struct xsk_conn *xsk_conn_new(struct xsk_port *p, uint32_t laddr, uint16_t lport
 	cfg.iss_set = true;
 	cfg.mss = (uint16_t)(p->mtu > 40 + 64 ? p->mtu - 40 : 536);
 	cfg.rcv_buf = c->rcap;
+	cfg.output_sums_payload = true;	/* cb_output sums while it copies */
 	cfg.snd_buf = 2 * sring;	/* zero-copy bytes need no ring room */
 	cfg.max_retries = env_uint("XIW_XSK_RETRIES", 15, 1, 100);
 	cfg.rto_min_ns = env_uint("XIW_XSK_RTO_MIN_MS", 200, 1, 1000) * 1000000ull;

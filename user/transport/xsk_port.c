@@ -10,7 +10,8 @@
  * put it in the XSKMAP, stock its fill ring, drop flows/listeners a dead
  * owner of the slot left behind.
  *
- * Receive (progress thread, EPOLLIN on each socket): frames of up to
+ * Receive (progress thread, EPOLLIN on each socket; or an app thread
+ * polling for its connection, xsk_port_rx_poll): frames of up to
  * XSK_MAX_PKT octets (multi-buffer pieces are joined), Ethernet + IPv4 +
  * TCP, demultiplexed by 4-tuple (or by the metadata record's connection
  * id, checked against the 4-tuple) to a connection, whose utcp consumes
@@ -27,6 +28,7 @@
  * connections; any thread may pull it earlier (xsk_port_timer).
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +216,7 @@ static struct xsk_port *port_new(int ifindex)
 	pthread_mutex_init(&p->tbl_lock, NULL);
 	pthread_mutex_init(&p->tmr_lock, NULL);
 	pthread_mutex_init(&p->ev_lock, NULL);
+	pthread_mutex_init(&p->arm_lock, NULL);
 	return p;
 }
 
@@ -315,8 +318,9 @@ static void xsk_linger(void)
 				(unsigned long long)st.rx_fill_ring_empty_descs,
 				(unsigned long long)st.rx_invalid_descs,
 				(unsigned long long)st.tx_invalid_descs);
-		xiw_log(XIW_LOG_DEBUG, "xsk: %s: rx frames %llu (bad %llu, no connection %llu), tx frames %llu, payload sent in place from the umem %llu bytes, tx without frame %llu, metadata records ok %llu bad %llu",
+		xiw_log(XIW_LOG_DEBUG, "xsk: %s: rx frames %llu (by app threads %llu, bad %llu, no connection %llu), tx frames %llu, payload sent in place from the umem %llu bytes, tx without frame %llu, metadata records ok %llu bad %llu",
 			p->ifname, (unsigned long long)p->rx_frames,
+			(unsigned long long)p->rx_app_frames,
 			(unsigned long long)p->rx_bad, (unsigned long long)p->rx_nomatch,
 			(unsigned long long)p->tx_frames, (unsigned long long)p->tx_ref_bytes,
 			(unsigned long long)p->tx_drops, (unsigned long long)p->meta_ok,
@@ -562,9 +566,10 @@ struct txplan {
 	bool copy_open;			/* d[nd-1] is a frame still filling */
 };
 
-/* tx_lock held: append @len bytes at @src by copy. Return: 0 or -ENOBUFS. */
+/* tx_lock held: append @len bytes at @src by copy, adding them to @cs
+ * in the same pass when not NULL. Return: 0 or -ENOBUFS. */
 static int plan_copy(struct xsk_port *p, uint8_t *umem, struct txplan *t,
-		     const uint8_t *src, uint32_t len)
+		     const uint8_t *src, uint32_t len, struct utcp_csum *cs)
 {
 	while (len) {
 		struct xdp_desc *d;
@@ -579,7 +584,10 @@ static int plan_copy(struct xsk_port *p, uint8_t *umem, struct txplan *t,
 		}
 		d = &t->d[t->nd - 1];
 		k = XSK_FRAME - d->len < len ? XSK_FRAME - d->len : len;
-		memcpy(umem + d->addr + d->len, src, k);
+		if (cs)
+			utcp_csum_copy(cs, umem + d->addr + d->len, src, k);
+		else
+			memcpy(umem + d->addr + d->len, src, k);
 		d->len += k;
 		src += k;
 		len -= k;
@@ -614,29 +622,44 @@ static void plan_undo(struct xsk_port *p, struct txplan *t)
 		p->tx_free[p->tx_nfree++] = t->fr[--t->nfr];
 }
 
+/*
+ * The frame of one segment. @sum: @hdr carries utcp's partial checksum
+ * (cfg.output_sums_payload): the payload is added while it is copied
+ * (one pass, not a checksum pass and a copy), referenced pieces are summed
+ * where they are, and the final value goes into the frame's header copy
+ * (in d[0]: Ethernet and IP/TCP headers always fit the first frame).
+ */
 static int plan_build(struct xsk_port *p, uint8_t *umem, struct txplan *t,
 		      const uint8_t *eth, const uint8_t *hdr, uint32_t hdr_len,
-		      const struct utcp_iov *iov, int niov, bool refs)
+		      const struct utcp_iov *iov, int niov, bool refs, bool sum)
 {
-	int err = plan_copy(p, umem, t, eth, 14);
+	struct utcp_csum cs;
+	int err = plan_copy(p, umem, t, eth, 14, NULL);
 
 	if (!err)
-		err = plan_copy(p, umem, t, hdr, hdr_len);
+		err = plan_copy(p, umem, t, hdr, hdr_len, NULL);
+	if (sum)
+		utcp_csum_partial(&cs, hdr);
 	for (int i = 0; !err && i < niov; i++) {
 		if (refs && iov[i].len >= XSK_REF_MIN &&
 		    xsk_umem_contains(iov[i].base, iov[i].len)) {
 			err = plan_ref(t, umem, iov[i].base, iov[i].len);
+			if (sum)
+				utcp_csum_add(&cs, iov[i].base, iov[i].len);
 			p->tx_ref_bytes += iov[i].len;
 		} else {
-			err = plan_copy(p, umem, t, iov[i].base, iov[i].len);
+			err = plan_copy(p, umem, t, iov[i].base, iov[i].len,
+					sum ? &cs : NULL);
 		}
 	}
+	if (!err && sum)
+		utcp_csum_store(&cs, umem + t->d[0].addr + 14);
 	return err;
 }
 
 int xsk_port_xmit(struct xsk_port *p, const uint8_t *eth, const uint8_t *hdr,
 		  uint32_t hdr_len, const struct utcp_iov *iov, int niov,
-		  uint32_t plen)
+		  uint32_t plen, bool sum)
 {
 	struct xsk_umem *u = xsk_umem_get(NULL);
 	struct xsk_sock *s = &p->q[0];
@@ -649,11 +672,12 @@ int xsk_port_xmit(struct xsk_port *p, const uint8_t *eth, const uint8_t *hdr,
 	if (p->tx_nfree < XSK_MAX_DESC)
 		tx_reclaim(p);
 	/* multi-buffer lets payload stay where it is; else one frame */
-	err = plan_build(p, u->base, &t, eth, hdr, hdr_len, iov, niov, s->sg);
+	err = plan_build(p, u->base, &t, eth, hdr, hdr_len, iov, niov, s->sg, sum);
 	if (err == -E2BIG) {		/* too many pieces: copy them all */
 		plan_undo(p, &t);
 		t = (struct txplan){ .nd = 0 };
-		err = plan_build(p, u->base, &t, eth, hdr, hdr_len, iov, niov, false);
+		err = plan_build(p, u->base, &t, eth, hdr, hdr_len, iov, niov, false,
+				 sum);
 	}
 	if (!err && (t.nd > 1 && !s->sg))
 		err = -EMSGSIZE;
@@ -732,6 +756,48 @@ void xsk_port_timer(struct xsk_port *p, uint64_t deadline)
 	pthread_mutex_unlock(&p->tmr_lock);
 }
 
+/* XIW_XSK_RX_QUIET=0: the progress thread always wakes for RX frames. */
+static bool rx_quiet_on(void)
+{
+	static int on = -1;
+	int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+
+	if (v < 0) {
+		const char *e = getenv("XIW_XSK_RX_QUIET");
+
+		v = !(e && !strcmp(e, "0"));
+		__atomic_store_n(&on, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+/*
+ * Like ksock's app_read (EPOLLIN off on the QP's socket), but the RX
+ * sockets are the port's, shared by its connections: an idle one (the
+ * parameter-exchange QP perftest keeps) would wake the progress thread
+ * for every frame of the one in app mode. So off while any connection is
+ * in app mode: the engine leaves app mode when its polls stop for 1 ms.
+ * Every change of @napp calls this after it: the last call sees the last
+ * value.
+ */
+void xsk_port_rx_arm(struct xsk_port *p)
+{
+	bool quiet;
+
+	pthread_mutex_lock(&p->arm_lock);
+	quiet = rx_quiet_on() && __atomic_load_n(&p->napp, __ATOMIC_SEQ_CST);
+	if (quiet != p->rx_quiet && p->rx_pfd[0].cb) {
+		for (int i = 0; i < p->nq; i++)
+			xiw_progress_fd_mod(&p->rx_pfd[i], quiet ? 0 : EPOLLIN);
+		__atomic_store_n(&p->rx_quiet, quiet, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&p->arm_lock);
+	if (quiet)
+		xsk_port_timer(p, xiw_now_ns() + XSK_QUIET_TICK_NS);
+}
+
+static void port_rx_event(void *arg, uint32_t ev);
+
 /* Progress thread: run every connection's due timers, re-arm. */
 static void port_tmr_event(void *arg, uint32_t ev)
 {
@@ -760,6 +826,12 @@ static void port_tmr_event(void *arg, uint32_t ev)
 	xsk_port_flush(p);
 	if (port_resume(p) && now + 1000000 < next)
 		next = now + 1000000;
+	if (__atomic_load_n(&p->rx_quiet, __ATOMIC_ACQUIRE)) {
+		/* no RX wake-ups: take what the app threads left */
+		port_rx_event(p, 0);
+		if (now + XSK_QUIET_TICK_NS < next)
+			next = now + XSK_QUIET_TICK_NS;
+	}
 	xsk_port_timer(p, next);
 }
 
@@ -867,7 +939,7 @@ void xsk_port_rst(struct xsk_port *p, const struct utcp_seg *s,
 	utcp_csum_add(&cs, hdr + 20, 20);
 	sum = htons(utcp_csum_final(&cs));
 	memcpy(hdr + 36, &sum, 2);
-	xsk_port_xmit(p, eth, hdr, 40, NULL, 0, 0);
+	xsk_port_xmit(p, eth, hdr, 40, NULL, 0, 0, false);
 }
 
 /* One whole frame (@f, @len octets from the Ethernet header). */
@@ -973,6 +1045,12 @@ static uint32_t rx_batch(struct xsk_port *p, struct xsk_sock *s)
 		else
 			rx_frame(p, done - first > 1 ? p->rx_buf : f, tot,
 				 done - first > 1 ? 0 : head, touched, &nt);
+		/* the frame goes back to the fill ring: a later packet without
+		 * a record must not find this one's in front of it (it would
+		 * fail the check and count as meta_bad) */
+		if (f && head >= sizeof(struct xiw_xdp_meta))
+			memset((uint8_t *)f - sizeof(struct xiw_xdp_meta), 0,
+			       sizeof(((struct xiw_xdp_meta *)0)->magic));
 	}
 	rx_recycle(s, pos, done);
 	for (int i = 0; i < nt; i++) {
@@ -982,11 +1060,86 @@ static uint32_t rx_batch(struct xsk_port *p, struct xsk_sock *s)
 	return done;
 }
 
+/* Frames wait on some RX ring of @p (a racy peek: no lock). */
+static bool rx_pending(struct xsk_port *p)
+{
+	for (int i = 0; i < p->nq; i++) {
+		uint32_t pos;
+
+		if (xsk_cons_avail(&p->q[i].rx, &pos))
+			return true;
+	}
+	return false;
+}
+
+uint32_t xsk_port_rx_poll(struct xsk_port *p)
+{
+	uint32_t got = 0;
+
+	if (xiw_progress_is_self())
+		return 0;
+	__atomic_store_n(&p->app_poll_ns, xiw_now_ns(), __ATOMIC_RELAXED);
+	if (!rx_pending(p) || pthread_mutex_trylock(&p->rx_lock))
+		return 0;
+	for (int i = 0; i < p->nq; i++)
+		got += rx_batch(p, &p->q[i]);
+	p->rx_app_frames += got;
+	pthread_mutex_unlock(&p->rx_lock);
+	if (got) {	/* the ACKs (or answers) utcp made */
+		xsk_port_flush(p);
+		port_resume(p);
+	}
+	return got;
+}
+
+#define XSK_APP_RECENT_NS 200000ull	/* an app thread polls the port */
+
+/* XIW_XSK_APP_GRACE_US (20; 0: none): how long rx_app_grace waits. */
+static uint64_t app_grace_ns(void)
+{
+	static int64_t v = -1;
+	int64_t g = __atomic_load_n(&v, __ATOMIC_RELAXED);
+
+	if (g < 0) {
+		const char *e = getenv("XIW_XSK_APP_GRACE_US");
+
+		g = (e && *e ? atoll(e) : 20) * 1000;
+		if (g < 0 || g > 1000000)
+			g = 20000;
+		__atomic_store_n(&v, g, __ATOMIC_RELAXED);
+	}
+	return (uint64_t)g;
+}
+
+/*
+ * Progress thread, woken for RX frames: an app thread polled this port
+ * lately (xsk_port_rx_poll). Let it take them (a few yields, at most
+ * app_grace_ns()): whoever is first keeps being first, and a progress
+ * thread that always wins keeps a ping-pong paying a wake-up per message
+ * (the app's passes then find nothing, back off and never switch the
+ * wake-ups off). Return: true if the app thread took them.
+ */
+static bool rx_app_grace(struct xsk_port *p)
+{
+	uint64_t t0 = xiw_now_ns(), grace = app_grace_ns();
+
+	if (!grace ||
+	    t0 - __atomic_load_n(&p->app_poll_ns, __ATOMIC_RELAXED) > XSK_APP_RECENT_NS)
+		return false;
+	while (rx_pending(p)) {
+		if (xiw_now_ns() - t0 > grace)
+			return false;
+		sched_yield();
+	}
+	return true;
+}
+
 static void port_rx_event(void *arg, uint32_t ev)
 {
 	struct xsk_port *p = arg;
 
-	(void)ev;
+	if (ev && rx_app_grace(p))
+		return;
 	pthread_mutex_lock(&p->rx_lock);
 	for (int i = 0; i < p->nq; i++)
 		for (int b = 0; b < 16 && rx_batch(p, &p->q[i]) == RX_BATCH; b++)

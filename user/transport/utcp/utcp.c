@@ -270,12 +270,51 @@ void utcp_abort(struct utcp_conn *c, uint64_t now)
 	utcp_report_closed(c, -ECONNABORTED);
 }
 
+/* Would process_data() deliver @seg's payload whole, at once? */
+static bool stage_ok(const struct utcp_conn *c, const struct utcp_seg *seg)
+{
+	return c->state == UTCP_ESTABLISHED && seg->len &&
+	       !(seg->flags & (UTCP_SYN | UTCP_RST | UTCP_FIN)) &&
+	       seg->seq == c->rcv_nxt && !c->rq &&
+	       seq_leq(seg->seq + seg->len, c->rcv_adv);
+}
+
+/*
+ * With ops->stage: the TCP checksum of @seg (parsed, not yet verified),
+ * fused with the copy to the owner's buffer for a segment that will be
+ * delivered whole (one pass over the payload instead of a checksum pass
+ * and a copy); summed in place otherwise. Return: 0 or -EBADMSG;
+ * c->rx_staged set when the payload waits in the owner's buffer.
+ */
+static int input_csum(struct utcp_conn *c, const struct utcp_seg *seg)
+{
+	const uint8_t *t = seg->opts - 20;	/* the TCP header */
+	uint32_t thl = (uint32_t)(seg->data - t);
+	struct utcp_csum cs;
+
+	utcp_csum_init(&cs, utcp_csum_pseudo(seg->saddr, seg->daddr, 6,
+					     thl + seg->len));
+	utcp_csum_add(&cs, t, thl);
+	if (stage_ok(c, seg) && c->ops->stage(c->ctx, seg->data, seg->len, &cs))
+		c->rx_staged = seg->len;
+	else
+		utcp_csum_add(&cs, seg->data, seg->len);
+	if (utcp_csum_final(&cs)) {
+		c->rx_staged = 0;
+		return -EBADMSG;
+	}
+	return 0;
+}
+
 int utcp_input(struct utcp_conn *c, const uint8_t *pkt, size_t len, uint64_t now)
 {
 	struct utcp_seg seg;
 	struct utcp_opts o;
-	int rc = utcp_seg_parse(pkt, len, true, &seg);
+	int rc = utcp_seg_parse(pkt, len, !c->ops->stage, &seg);
 
+	c->rx_staged = 0;
+	if (!rc && c->ops->stage)
+		rc = input_csum(c, &seg);
 	if (rc) {
 		if (rc == -EBADMSG)
 			c->st.csum_errors++;
@@ -298,6 +337,7 @@ int utcp_input(struct utcp_conn *c, const uint8_t *pkt, size_t len, uint64_t now
 	}
 	c->st.segs_in++;
 	utcp_segment_arrives(c, &seg, &o, now);
+	c->rx_staged = 0;
 	return 0;
 }
 

@@ -77,6 +77,8 @@ struct utcp_iov {
 /** Longest IPv4+TCP header utcp builds (20 + 60). */
 #define UTCP_MAX_HDR 80
 
+struct utcp_csum;
+
 /**
  * struct utcp_ops - callbacks into the owner (all run synchronously).
  * @fill:    describe stream bytes [@off, @off+@len) of the send stream (@off
@@ -90,7 +92,18 @@ struct utcp_iov {
  *           pieces of @iov (@plen bytes in all). Nothing is retained by
  *           utcp after return.
  * @deliver: @len in-order received bytes at receive-stream offset @off;
- *           @len == 0 means the peer's FIN (end of stream).
+ *           @len == 0 means the peer's FIN (end of stream). @data NULL
+ *           with @len > 0: the bytes are those @stage just copied for this
+ *           segment (commit them, copy nothing).
+ * @stage:   optional (NULL: utcp sums every segment in place): copy the
+ *           @len payload bytes of an in-order, in-window data segment
+ *           whose checksum is not verified yet to where @deliver would
+ *           put them, adding them to @cs in the same pass
+ *           (utcp_csum_copy), without making them visible. Return: true
+ *           if copied and summed; false (nothing done, @cs untouched) if
+ *           the owner has no room or does not want them. Staged bytes of
+ *           a segment that fails the checksum, or that the state machine
+ *           drops, are never committed: the next @stage overwrites them.
  * @acked:   the peer acknowledged the send stream up to @off (bytes from
  *           0): the owner may release / complete everything below @off
  *           (seed 000 ACK-mode completions).
@@ -109,6 +122,8 @@ struct utcp_ops {
 	void (*acked)(void *ctx, uint64_t off);
 	void (*state)(void *ctx, enum utcp_state old, enum utcp_state new_state);
 	void (*closed)(void *ctx, int err);
+	bool (*stage)(void *ctx, const uint8_t *data, uint32_t len,
+		      struct utcp_csum *cs);
 };
 
 /**
@@ -143,6 +158,14 @@ struct utcp_ops {
  * @ttl:           IPv4 TTL (default 64).
  * @init_cwnd_segs: initial window in segments (default 10, RFC 6928).
  * @challenge_ack_limit: RFC 5961 §7 challenge ACKs per second (default 100).
+ * @output_sums_payload: @output adds the payload to the TCP checksum (to
+ *                 fuse it with the copy it makes anyway): the checksum
+ *                 field of every segment then holds the folded, not
+ *                 complemented, sum of pseudo-header and TCP header
+ *                 (network order; utcp_csum_partial() reads it), and
+ *                 @output must finish it (utcp_csum_copy / utcp_csum_add
+ *                 over the payload, utcp_csum_final) before the segment
+ *                 leaves.
  */
 struct utcp_cfg {
 	uint32_t laddr, raddr;
@@ -164,6 +187,7 @@ struct utcp_cfg {
 	uint8_t ttl;
 	unsigned int init_cwnd_segs;
 	unsigned int challenge_ack_limit;
+	bool output_sums_payload;
 };
 
 /**
@@ -333,6 +357,16 @@ void utcp_csum_copy(struct utcp_csum *cs, void *dst, const void *src, size_t len
 /** utcp_csum_final() - the 16-bit checksum field value (complemented,
  *  host order). Summing a packet that includes a correct field gives 0. */
 uint16_t utcp_csum_final(const struct utcp_csum *cs);
+/**
+ * utcp_csum_partial() - for @output with cfg.output_sums_payload: start
+ * @cs from the partial sum utcp left in the checksum field of @hdr (the
+ * IPv4 + TCP header @output got; IPv4 header without options). Then add
+ * the payload and store utcp_csum_final() with utcp_csum_store().
+ */
+void utcp_csum_partial(struct utcp_csum *cs, const uint8_t *hdr);
+/** utcp_csum_store() - write the final TCP checksum of @cs into @hdr
+ *  (a copy of the header utcp_csum_partial() read). */
+void utcp_csum_store(const struct utcp_csum *cs, uint8_t *hdr);
 /** utcp_csum_pseudo() - IPv4 pseudo-header partial sum (RFC 9293 §3.1). */
 uint32_t utcp_csum_pseudo(uint32_t saddr, uint32_t daddr, uint8_t proto,
 			  uint32_t len);

@@ -230,10 +230,15 @@ static void process_data(struct utcp_conn *c, const struct utcp_seg *seg, uint64
 		return;
 	}
 	if (len) {
+		/* staged: the owner copied exactly this while summing it */
+		bool staged = c->rx_staged && c->rx_staged == len && data == seg->data;
+
+		c->rx_staged = 0;
 		c->rcv_nxt += len;
 		c->rcv_unread += len;
 		if (c->ops->deliver)
-			c->ops->deliver(c->ctx, c->rcv_delivered, data, len);
+			c->ops->deliver(c->ctx, c->rcv_delivered,
+					staged ? NULL : data, len);
 		c->rcv_delivered += len;
 	}
 	if (c->rq) {

@@ -125,6 +125,8 @@ struct utcp_conn {
 	/* ACK generation */
 	unsigned int segs_unacked;	/* full segments not yet ACKed */
 	bool ack_now;
+	uint32_t rx_staged;	/* payload of the segment being input that
+				 * @stage holds (0: none) */
 
 	/* loss recovery (RFC 6675 / 6582) */
 	bool in_recovery;	/* fast recovery */

@@ -76,7 +76,15 @@ static void send_raw(struct utcp_conn *c, uint32_t seq, uint8_t flags,
 		c->st.acks_out++;
 	if (flags & UTCP_ACK) {
 		uint32_t edge = c->rcv_nxt + ((uint32_t)wnd << (syn ? 0 : c->rcv_wscale));
+		uint32_t room = c->rcv_nxt + utcp_rcv_space(c);
 
+		/* wnd_field() rounds a kept edge up to the scale unit: taken as
+		 * the new promise, each ACK while the app does not read would
+		 * move it up to 2^wscale - 1 octets further past the buffer
+		 * (seen: 6 KB past a full 1 MiB receive ring). Promise only
+		 * what is there; the overhang (< one unit) is trimmed on input. */
+		if (seq_gt(edge, room))
+			edge = seq_max(room, c->rcv_adv);
 		if (seq_gt(edge, c->rcv_adv))
 			c->rcv_adv = edge;
 		c->ack_now = false;

@@ -80,18 +80,38 @@ void utcp_csum_add(struct utcp_csum *cs, const void *p, size_t len)
 
 void utcp_csum_copy(struct utcp_csum *cs, void *dst, const void *src, size_t len)
 {
-	/* one pass over @src: copy and sum in cache-sized pieces */
+	/* one pass over @src: each 8-byte word is loaded once, stored and
+	 * added (the same split-halves sum as utcp_csum_add's bulk loop); the
+	 * odd byte before and the short tail go through utcp_csum_add */
 	const uint8_t *s = src;
 	uint8_t *d = dst;
+	size_t n;
+	uint64_t acc = 0, v;
 
-	while (len) {
-		size_t n = len < 256 ? len : 256;
-
-		memcpy(d, s, n);
-		utcp_csum_add(cs, d, n);
-		d += n;
-		s += n;
-		len -= n;
+	if (cs->odd && len) {
+		*d = *s;
+		utcp_csum_add(cs, d++, 1);
+		s++;
+		len--;
+	}
+	n = len & ~(size_t)7;
+	for (size_t i = 0; i < n; i += 8) {
+		memcpy(&v, s + i, 8);
+		memcpy(d + i, &v, 8);
+		acc += (uint32_t)v;
+		acc += v >> 32;
+	}
+	if (n) {
+		while (acc >> 16)
+			acc = (acc & 0xffff) + (acc >> 16);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		acc = (uint16_t)(acc << 8 | acc >> 8);
+#endif
+		cs->sum += acc;
+	}
+	if (len > n) {
+		memcpy(d + n, s + n, len - n);
+		utcp_csum_add(cs, d + n, len - n);
 	}
 }
 
@@ -102,6 +122,18 @@ uint16_t utcp_csum_final(const struct utcp_csum *cs)
 	while (s >> 16)
 		s = (s & 0xffff) + (s >> 16);
 	return (uint16_t)~s;
+}
+
+#define TCP_CSUM_AT (20 + 16)	/* IPv4 header without options + TCP offset */
+
+void utcp_csum_partial(struct utcp_csum *cs, const uint8_t *hdr)
+{
+	utcp_csum_init(cs, rd16(hdr + TCP_CSUM_AT));
+}
+
+void utcp_csum_store(const struct utcp_csum *cs, uint8_t *hdr)
+{
+	wr16(hdr + TCP_CSUM_AT, utcp_csum_final(cs));
 }
 
 uint32_t utcp_csum_pseudo(uint32_t saddr, uint32_t daddr, uint8_t proto, uint32_t len)
@@ -165,7 +197,9 @@ int utcp_seg_parse(const uint8_t *pkt, size_t len, bool verify_csum, struct utcp
 /*
  * Write the IPv4 (20 B) + TCP header with @optlen option bytes into @hdr
  * and both checksums (the TCP one over header, options and the @niov
- * payload pieces). Return: header length.
+ * payload pieces; with cfg.output_sums_payload only the folded sum of
+ * pseudo-header and header, which @output finishes). Return: header
+ * length.
  */
 int utcp_build_hdr(struct utcp_conn *c, uint8_t *hdr, uint32_t seq, uint32_t ack,
 		   uint8_t flags, uint16_t wnd, const uint8_t *opts,
@@ -200,6 +234,11 @@ int utcp_build_hdr(struct utcp_conn *c, uint8_t *hdr, uint32_t seq, uint32_t ack
 		memcpy(t + 20, opts, optlen);
 	utcp_csum_init(&cs, utcp_csum_pseudo(c->cfg.laddr, c->cfg.raddr, 6, tlen));
 	utcp_csum_add(&cs, t, thl);
+	if (c->cfg.output_sums_payload) {
+		/* ~final is the folded sum: @output adds the payload */
+		wr16(t + 16, (uint16_t)~utcp_csum_final(&cs));
+		return (int)(20 + thl);
+	}
 	for (int i = 0; i < niov; i++)
 		utcp_csum_add(&cs, iov[i].base, iov[i].len);
 	wr16(t + 16, utcp_csum_final(&cs));
