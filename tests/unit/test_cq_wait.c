@@ -495,6 +495,60 @@ static void test_wait_during_nap(void **state)
 	assert_int_equal(xiw_cq_destroy(cq), 0);
 }
 
+/* Polls @cq (empty) until told to stop, counting its polls. */
+struct spinner {
+	struct xiw_cq *cq;
+	pthread_t tid;
+	bool stop;
+	uint64_t polls;
+};
+
+static void *spinner_main(void *arg)
+{
+	struct spinner *sp = arg;
+	struct ibv_wc wc[1];
+
+	while (!__atomic_load_n(&sp->stop, __ATOMIC_RELAXED)) {
+		assert_int_equal(xiw_cq_poll(sp->cq, 1, wc), 0);
+		__atomic_add_fetch(&sp->polls, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/*
+ * While a QP of the CQ is read by its pollers (rx_app_mode: a ping-pong)
+ * the nap threshold is XIW_POLL_NAP_APP_US, not XIW_POLL_NAP_AFTER_US:
+ * main() sets it to 60 s, so the poller of such a CQ spins 300 ms without
+ * a nap, and naps once the QP leaves app mode. (XIW_POLL_RX=0: the poller
+ * does not read the stand-in QP, which has no stream.)
+ */
+static void test_nap_app_mode(void **state)
+{
+	struct xiw_cq *cq = xiw_cq_create(NULL, 16, NULL, NULL);
+	struct xiw_qp *qp = calloc(1, sizeof(*qp));
+	struct spinner sp = { .cq = cq };
+	uint64_t polls;
+
+	(void)state;
+	assert_non_null(qp);
+	atomic_store(&qp->rx_app_mode, true);
+	assert_int_equal(xiw_cq_qp_add(cq, qp), 0);
+	assert_int_equal(pthread_create(&sp.tid, NULL, spinner_main, &sp), 0);
+	usleep(300 * 1000);
+	polls = __atomic_load_n(&sp.polls, __ATOMIC_RELAXED);
+	assert_int_equal(stats(cq).sleeps, 0);
+	assert_true(polls > 1000);	/* it did poll, and did not nap */
+	atomic_store(&qp->rx_app_mode, false);
+	for (int i = 0; i < 20000 && !stats(cq).sleeps; i++)
+		usleep(100);
+	assert_true(stats(cq).sleeps > 0);
+	__atomic_store_n(&sp.stop, true, __ATOMIC_RELAXED);
+	assert_int_equal(pthread_join(sp.tid, NULL), 0);
+	xiw_cq_qp_del(cq, qp);
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+	free(qp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -508,9 +562,14 @@ int main(void)
 		cmocka_unit_test(test_spin),
 		cmocka_unit_test(test_poll_nap),
 		cmocka_unit_test(test_wait_during_nap),
+		cmocka_unit_test(test_nap_app_mode),
 		cmocka_unit_test(test_signal),
 		cmocka_unit_test(test_stress),
 	};
 
+	/* test_nap_app_mode: an app-mode threshold no test run reaches; the
+	 * pollers do not read the stand-in QP */
+	setenv("XIW_POLL_NAP_APP_US", "60000000", 1);
+	setenv("XIW_POLL_RX", "0", 1);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
