@@ -5,8 +5,9 @@
  * receives posted late (the receive side pauses), many READs beyond ORD,
  * and a TERMINATE (WRITE to an invalid STag) that leaves both sides with
  * error/flush completions. The whole suite runs once per MPA mode (CRC,
- * markers, small FPDUs, MPA v1) in a child process each, because the CM
- * reads its XIW_MPA_* knobs once per process.
+ * markers, small FPDUs, MPA v1) and once with send completions on peer
+ * ACKs (XIW_TX_COMPLETION=ack), in a child process each, because the CM
+ * and the engine read their knobs once per process.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -329,6 +330,38 @@ static void test_write(void **state)
 	for (unsigned i = 0; i < NSIZES; i++)
 		write_one(&cli, &srv, sizes[i], 1 + i % XIW_MAX_SGE, i);
 	write_one(&srv, &cli, 70000, 3, 99);
+}
+
+/*
+ * Ack mode (XIW_TX_COMPLETION=ack, seed 000; the suite's last mode): a
+ * thread polling an empty CQ completes its acknowledged WRs itself
+ * (xiw_txack_poll) instead of waiting for the progress thread's scan.
+ * 50 signalled 64 B WRITEs, one at a time, each polled for: every WC
+ * comes, in order, and at least one came from the poller's own check. On
+ * loopback the peer's ACK is usually in when sendmsg returns, while the
+ * scan the post kicks needs a thread wake-up first; without the poller's
+ * check every one comes from the scan. Skipped in copy mode.
+ */
+static void test_ack_inline(void **state)
+{
+	uint64_t hits0 = xiw_txack_inline_hits();
+
+	(void)state;
+	if (!xiw_tx_config()->ack)
+		skip();
+	fill(cli.buf, 64 * 50, 77);
+	memset(srv.buf + SINK, 0, 64 * 50);
+	for (unsigned i = 0; i < 50; i++) {
+		post(&cli, 7000 + i, IBV_WR_RDMA_WRITE, 64 * i, 64, 1,
+		     IOVA_BASE + SINK + 64 * i, srv.mr->ibv.rkey, 0);
+		expect_wc(cli.scq, 7000 + i, IBV_WC_RDMA_WRITE, 64);
+	}
+	post_recv(&srv, 7100, SINK + (2u << 20) - 64, 64, 1);
+	post(&cli, 7101, IBV_WR_SEND, BUF_SIZE / 2 - 64, 0, 1, 0, 0, 0);
+	expect_wc(cli.scq, 7101, IBV_WC_SEND, 0);
+	expect_wc(srv.rcq, 7100, IBV_WC_RECV, 0);	/* WRITEs placed */
+	check_sink(&cli, &srv, 64 * 50);
+	assert_true(xiw_txack_inline_hits() > hits0);
 }
 
 static void read_one(struct side *a, struct side *b, uint32_t len, int ns,
@@ -949,6 +982,8 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_terminate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_refused, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_ack_inline, setup,
+						teardown),
 	};
 	int ret;
 
@@ -971,6 +1006,7 @@ static const char *const modes[][2] = {
 	{ "XIW_MPA_CRC=1", "XIW_MAX_FPDU=700" },
 	{ "XIW_MPA_VERSION=1", "XIW_MPA_MARKERS=1" },
 	{ "XIW_MPA_P2P=0", "XIW_MPA_CRC=1" },
+	{ "XIW_TX_COMPLETION=ack", "XIW_MPA_CRC=1" },
 };
 
 int main(void)

@@ -731,6 +731,7 @@ void xiw_txack_forget(struct xiw_qp *qp);
 void xiw_txack_wake(void);
 void xiw_txack_rx(struct xiw_qp *qp);
 bool xiw_txack_poll(struct xiw_qp *qp);
+uint64_t xiw_txack_inline_hits(void);
 
 /* ---- xiw_qp_rq.c: the RQ and its CQE credits (rq_lock) ---- */
 

@@ -57,6 +57,7 @@ static struct {
 	bool ring_tried;
 	bool timer_slow;		/* the timer is the backstop */
 	unsigned long backstop_hits;	/* backstop scans that completed WRs */
+	uint64_t inline_hits;		/* txack_try calls that completed WRs */
 } txack = { .lock = PTHREAD_MUTEX_INITIALIZER, .ring = { .fd = -1 } };
 
 /* ------------------------------------------------------------ config --- */
@@ -489,7 +490,19 @@ static bool txack_try(struct xiw_qp *qp)
 	if (qp->llp && (n || qp->zc_wait) && n <= TXACK_INLINE_MAX)
 		took = qp_ack_take(qp, &una, &outq);
 	xiw_tx_unlock(qp);
+	if (took)
+		__atomic_add_fetch(&txack.inline_hits, 1, __ATOMIC_RELAXED);
 	return took;
+}
+
+/**
+ * xiw_txack_inline_hits() - how many times a reading or polling thread
+ * completed acknowledged WRs itself (xiw_txack_rx, xiw_txack_poll) rather
+ * than the progress thread's scan, since the process started.
+ */
+uint64_t xiw_txack_inline_hits(void)
+{
+	return __atomic_load_n(&txack.inline_hits, __ATOMIC_RELAXED);
 }
 
 /**
