@@ -3,6 +3,7 @@
  * Two QPs connected over 127.0.0.1 through the real CM and ksock transport:
  * SEND/RECV, RDMA WRITE and RDMA READ from 1 B to 1 MB with several SGEs,
  * receives posted late (the receive side pauses), many READs beyond ORD,
+ * a WRITE ping-pong that waits on memory (the poll linger),
  * and a TERMINATE (WRITE to an invalid STag) that leaves both sides with
  * error/flush completions. The whole suite runs once per MPA mode (CRC,
  * markers, small FPDUs, MPA v1) and once with send completions on peer
@@ -11,6 +12,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -362,6 +364,92 @@ static void test_ack_inline(void **state)
 	expect_wc(srv.rcq, 7100, IBV_WC_RECV, 0);	/* WRITEs placed */
 	check_sink(&cli, &srv, 64 * 50);
 	assert_true(xiw_txack_inline_hits() > hits0);
+}
+
+/* One side of a WRITE ping-pong (test_write_pingpong), in its own thread. */
+struct pp_side {
+	struct side *me, *peer;
+	bool first;
+	pthread_t tid;
+	const char *err;	/* why it stopped, NULL: all rounds done */
+};
+
+#define PP_ROUNDS 64
+
+static bool pp_wait_byte(struct side *s, uint8_t want)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (__atomic_load_n(&s->buf[SINK], __ATOMIC_ACQUIRE) != want) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 10)
+			return false;
+	}
+	return true;
+}
+
+static const char *pp_write(struct pp_side *p, uint8_t v)
+{
+	struct ibv_sge sg = { (uintptr_t)p->me->buf + v, 1, p->me->mr->ibv.lkey };
+	struct ibv_send_wr wr = { .wr_id = v, .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+	int n;
+
+	p->me->buf[v] = v;
+	wr.wr.rdma.remote_addr = IOVA_BASE + SINK;
+	wr.wr.rdma.rkey = p->peer->mr->ibv.rkey;
+	if (xiw_post_send(p->me->qp, &wr, &bad))
+		return "post_send failed";
+	while ((n = xiw_cq_poll(p->me->scq, 1, &wc)) == 0)
+		;
+	if (n < 0 || wc.status != IBV_WC_SUCCESS || wc.wr_id != v)
+		return "bad WRITE completion";
+	return NULL;
+}
+
+static void *pp_main(void *arg)
+{
+	struct pp_side *p = arg;
+
+	for (unsigned r = 1; r <= PP_ROUNDS && !p->err; r++) {
+		if (!p->first && !pp_wait_byte(p->me, (uint8_t)r))
+			p->err = "no WRITE from the peer within 10 s";
+		else if (!(p->err = pp_write(p, (uint8_t)r)) && p->first &&
+			 !pp_wait_byte(p->me, (uint8_t)r))
+			p->err = "no answer within 10 s";
+	}
+	return NULL;
+}
+
+/*
+ * A WRITE ping-pong whose sides wait for the answer on memory, as
+ * ib_write_lat does: each side writes one byte (the round number) into
+ * the other's buffer and spins until the answer is there. Every round
+ * completes, and after the first rounds the poller of a WRITE's CQE read
+ * the answer itself before returning (the poll linger, xiw_cq.c; main()
+ * sets XIW_POLL_LINGER_US to 50 ms so a busy machine cannot outlast it).
+ * Fails when the linger is off.
+ */
+static void test_write_pingpong(void **state)
+{
+	struct pp_side a = { .me = &cli, .peer = &srv, .first = true };
+	struct pp_side b = { .me = &srv, .peer = &cli };
+	uint64_t hits0 = xiw_cq_linger_hits();
+
+	(void)state;
+	cli.buf[SINK] = 0;
+	srv.buf[SINK] = 0;
+	assert_int_equal(pthread_create(&b.tid, NULL, pp_main, &b), 0);
+	assert_int_equal(pthread_create(&a.tid, NULL, pp_main, &a), 0);
+	assert_int_equal(pthread_join(a.tid, NULL), 0);
+	assert_int_equal(pthread_join(b.tid, NULL), 0);
+	if (a.err || b.err)
+		fail_msg("ping-pong: client %s, server %s", a.err ? a.err : "ok",
+			 b.err ? b.err : "ok");
+	assert_true(xiw_cq_linger_hits() > hits0);
 }
 
 static void read_one(struct side *a, struct side *b, uint32_t len, int ns,
@@ -984,6 +1072,8 @@ static int run_suite(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_ack_inline, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_write_pingpong, setup,
+						teardown),
 	};
 	int ret;
 
@@ -1022,6 +1112,7 @@ int main(void)
 		pid = fork();
 		if (pid == 0) {
 			putenv("XIW_RQ_WAIT_MS=300");
+			putenv("XIW_POLL_LINGER_US=50000");
 			putenv((char *)modes[m][0]);
 			putenv((char *)modes[m][1]);
 			_exit(run_suite() ? 1 : 0);

@@ -191,12 +191,10 @@ static int cq_rx_mode = -1;	/* XIW_POLL_RX: 0 off, 1 on (default) */
  * time (trylock), the others just see the CQ as it is.
  * Return: true if anything was received.
  */
-static bool cq_rx_progress(struct xiw_cq *cq)
+/* XIW_POLL_RX: may pollers receive for their CQ's QPs? */
+static bool cq_rx_on(void)
 {
 	int mode = __atomic_load_n(&cq_rx_mode, __ATOMIC_RELAXED);
-	struct xiw_qp *qp;
-	bool got = false;
-	uint32_t n;
 
 	if (mode < 0) {
 		const char *v = getenv("XIW_POLL_RX");
@@ -204,7 +202,16 @@ static bool cq_rx_progress(struct xiw_cq *cq)
 		mode = v ? atoi(v) != 0 : 1;
 		__atomic_store_n(&cq_rx_mode, mode, __ATOMIC_RELAXED);
 	}
-	if (!mode || pthread_mutex_trylock(&cq->qps_lock))
+	return mode;
+}
+
+static bool cq_rx_progress(struct xiw_cq *cq)
+{
+	struct xiw_qp *qp;
+	bool got = false;
+	uint32_t n;
+
+	if (!cq_rx_on() || pthread_mutex_trylock(&cq->qps_lock))
 		return false;
 	n = cq->nqps < XIW_CQ_RX_QPS ? cq->nqps : XIW_CQ_RX_QPS;
 	for (uint32_t i = 0; i < n; i++) {
@@ -337,6 +344,93 @@ void xiw_cq_credit_kick(struct xiw_cq *cq)
  * while a WR or flush waits for one resume the waiters (seed 002).
  * Return: number of WCs written to @wc (0..n).
  */
+/*
+ * The poll linger. A ping-pong whose app waits for the answer on memory
+ * (perftest's ib_write_lat: post a WRITE, poll its send CQE, then spin on
+ * the buffer the peer writes) left the answer to the progress thread,
+ * whose wake-up on 2 busy vCPUs cost more than the round trip. When a
+ * poll returns the CQE of an RDMA WRITE on a QP in a WRITE ping-pong
+ * (pp_streak: the last XIW_PP_STREAK posts were single WRITEs, each after
+ * the peer spoke, xiw_qp_tx.c) and the peer has not answered the last one
+ * yet, the poller reads the QP's stream itself until the answer is in or
+ * XIW_POLL_LINGER_US (default 30, 0: off) pass, then returns the CQE. A
+ * CQE's time is not defined by the verbs; the answer is placed before the
+ * app looks for it, by the thread that waits. XIW_POLL_RX=0 turns it off
+ * with the pollers' other receiving. SEND ping-pongs need none of this:
+ * their apps poll the receive CQ, and that poll receives.
+ */
+#define XIW_PP_STREAK 4
+
+static uint64_t linger_hits;	/* lingers that ended with the answer */
+
+/**
+ * xiw_cq_linger_hits() - how many poll lingers ended with the peer's
+ * answer read by the lingering thread, since the process started.
+ */
+uint64_t xiw_cq_linger_hits(void)
+{
+	return __atomic_load_n(&linger_hits, __ATOMIC_RELAXED);
+}
+
+static struct xiw_qp *cq_qp_by_num(struct xiw_cq *cq, uint32_t qpn)
+{
+	struct xiw_qp *qp = NULL;
+
+	if (pthread_mutex_trylock(&cq->qps_lock))
+		return NULL;
+	for (uint32_t i = 0; i < cq->nqps && !qp; i++)
+		if (cq->qps[i]->ibv.qp_num == qpn)
+			qp = cq->qps[i];
+	if (qp)
+		xiw_qp_ref(qp);
+	pthread_mutex_unlock(&cq->qps_lock);
+	return qp;
+}
+
+static void qp_linger(struct xiw_qp *qp, uint64_t ns)
+{
+	/* written by posters under sq_lock: a hint, as the CQE's own post
+	 * is what the mark stands for unless the app posted again since */
+	uint32_t mark = __atomic_load_n(&qp->pp_rx_mark, __ATOMIC_RELAXED);
+	uint64_t end = xiw_now_ns() + ns;
+
+	while (__atomic_load_n(&qp->rx_reads, __ATOMIC_ACQUIRE) == mark) {
+		if (!xiw_rx_poll_now(qp) && xiw_now_ns() >= end) {
+			/* the answer is late: whoever reads it must not be
+			 * this thread, which now returns to the app */
+			if (atomic_load(&qp->rx_app_mode))
+				xiw_rx_kick(qp);
+			return;
+		}
+	}
+	__atomic_add_fetch(&linger_hits, 1, __ATOMIC_RELAXED);
+}
+
+static void cq_linger(struct xiw_cq *cq, const struct ibv_wc *wc, int n)
+{
+	static int linger_us = -1;
+	struct xiw_qp *qp;
+
+	if (linger_us < 0)
+		linger_us = knob_int("XIW_POLL_LINGER_US", 30);
+	if (!linger_us || !cq_rx_on())
+		return;
+	for (int i = 0; i < n; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS ||
+		    wc[i].opcode != IBV_WC_RDMA_WRITE)
+			continue;
+		qp = cq_qp_by_num(cq, wc[i].qp_num);
+		if (!qp)
+			return;
+		if (__atomic_load_n(&qp->pp_streak, __ATOMIC_RELAXED) >=
+			    XIW_PP_STREAK &&
+		    atomic_load(&qp->state) == IBV_QPS_RTS)
+			qp_linger(qp, (uint64_t)linger_us * 1000u);
+		xiw_qp_unref(qp);
+		return;
+	}
+}
+
 int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc)
 {
 	bool kick = false;
@@ -368,6 +462,7 @@ int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc)
 	pthread_mutex_unlock(&cq->lock);
 	if (kick)
 		xiw_cq_credit_kick(cq);
+	cq_linger(cq, wc, i);
 	return i;
 }
 

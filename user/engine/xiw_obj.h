@@ -470,6 +470,11 @@ struct xiw_qp {
 	uint8_t *inl;
 	uint32_t sq_size, sq_mask, sq_max;
 	uint32_t sq_head, sq_tx, sq_tail;
+	/* ping-pong detection for the poll linger (xiw_cq.c), sq_lock:
+	 * rx_reads at the last post, and how many posts in a row found
+	 * the peer had spoken since the one before */
+	uint32_t pp_rx_mark;
+	uint8_t pp_streak;
 	/* READ/Atomic queues sized at attach to the negotiated ORD/IRD + 1
 	 * (the RTR), a power of two (xiw_qp_attach): a QP with ORD/IRD 1
 	 * holds 2 + 2 entries, not 64 + 64 as when they were fixed arrays */
@@ -732,6 +737,7 @@ void xiw_txack_wake(void);
 void xiw_txack_rx(struct xiw_qp *qp);
 bool xiw_txack_poll(struct xiw_qp *qp);
 uint64_t xiw_txack_inline_hits(void);
+uint64_t xiw_cq_linger_hits(void);
 
 /* ---- xiw_qp_rq.c: the RQ and its CQE credits (rq_lock) ---- */
 
@@ -791,6 +797,7 @@ void xiw_rx_closed(void *arg, int err);
 void xiw_rx_kick(struct xiw_qp *qp);
 /** xiw_rx_poll() - non-blocking receive pass from an app thread. */
 bool xiw_rx_poll(struct xiw_qp *qp);
+bool xiw_rx_poll_now(struct xiw_qp *qp);
 /** xiw_rx_fence() - wait until no app receive pass uses the old llp. */
 void xiw_rx_fence(struct xiw_qp *qp);
 

@@ -1209,14 +1209,25 @@ static bool rx_poll_backoff(void)
  */
 bool xiw_rx_poll(struct xiw_qp *qp)
 {
+	/* in app mode nobody else reads: never back off there */
+	if (!atomic_load_explicit(&qp->rx_app_mode, memory_order_relaxed) &&
+	    rx_poll_backoff())
+		return false;
+	return xiw_rx_poll_now(qp);
+}
+
+/**
+ * xiw_rx_poll_now() - xiw_rx_poll() without the back-off of a thread
+ * whose passes found nothing: for a poller that expects an answer now
+ * (the poll linger, xiw_cq.c). Return: true if bytes were received.
+ */
+bool xiw_rx_poll_now(struct xiw_qp *qp)
+{
 	struct xiw_llp *l;
 	struct xiw_qp *prev = rx_self;
 	bool got = false, bulk = false;
 
-	/* in app mode nobody else reads: never back off there */
-	if ((!atomic_load_explicit(&qp->rx_app_mode, memory_order_relaxed) &&
-	     rx_poll_backoff()) ||
-	    atomic_load_explicit(&qp->rx_stop, memory_order_relaxed) ||
+	if (atomic_load_explicit(&qp->rx_stop, memory_order_relaxed) ||
 	    atomic_load_explicit(&qp->state, memory_order_relaxed) != IBV_QPS_RTS ||
 	    pthread_mutex_trylock(&qp->rx_lock))
 		return false;

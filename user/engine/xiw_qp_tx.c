@@ -304,6 +304,28 @@ void xiw_tx_uncork(struct xiw_qp *qp)
  * QP not in RTS or ERROR. In ERROR the WRs complete at once with
  * IBV_WC_WR_FLUSH_ERR, as verbs providers do.
  */
+/*
+ * A WRITE ping-pong: each of the last few posts was one RDMA WRITE, and
+ * the peer spoke (rx_reads moved) between it and the post before. The
+ * poller of such a WRITE's CQE may then linger for the answer (xiw_cq.c).
+ * Any other post (a READ, whose response also moves rx_reads; a SEND,
+ * whose answer the app polls a CQ for; a list) ends the streak.
+ * sq_lock held.
+ */
+static void pp_note_post(struct xiw_qp *qp, const struct ibv_send_wr *wr)
+{
+	uint32_t r = __atomic_load_n(&qp->rx_reads, __ATOMIC_ACQUIRE);
+	uint8_t streak = qp->pp_streak;
+
+	if (r == qp->pp_rx_mark || wr->next || wr->opcode != IBV_WR_RDMA_WRITE)
+		streak = 0;
+	else if (streak < UINT8_MAX)
+		streak++;
+	/* pollers read both without sq_lock (xiw_cq.c) */
+	__atomic_store_n(&qp->pp_streak, streak, __ATOMIC_RELAXED);
+	__atomic_store_n(&qp->pp_rx_mark, r, __ATOMIC_RELAXED);
+}
+
 int xiw_post_send(struct xiw_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad)
 {
@@ -311,6 +333,8 @@ int xiw_post_send(struct xiw_qp *qp, struct ibv_send_wr *wr,
 	int ret = 0, n = 0;
 
 	pthread_mutex_lock(&qp->sq_lock);
+	if (wr)
+		pp_note_post(qp, wr);
 	state = atomic_load(&qp->state);
 	for (; wr; wr = wr->next, n++) {
 		ret = state == IBV_QPS_RTS || state == IBV_QPS_ERR ?
