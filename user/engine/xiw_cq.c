@@ -356,10 +356,13 @@ void xiw_cq_credit_kick(struct xiw_cq *cq)
  * XIW_POLL_LINGER_US (default 30, 0: off) pass, then returns the CQE. A
  * CQE's time is not defined by the verbs; the answer is placed before the
  * app looks for it, by the thread that waits. XIW_POLL_RX=0 turns it off
- * with the pollers' other receiving. SEND ping-pongs need none of this:
+ * with the pollers' other receiving. Only on CQs of at most
+ * XIW_LINGER_MAX_QPS QPs: a CQ of 256 streaming QPs would scan them for
+ * each poll that returns a WRITE's CQE, and it is no ping-pong. SEND ping-pongs need none of this:
  * their apps poll the receive CQ, and that poll receives.
  */
 #define XIW_PP_STREAK 4
+#define XIW_LINGER_MAX_QPS 8	/* finding the QP of a CQE is a scan */
 
 static uint64_t linger_hits;	/* lingers that ended with the answer */
 
@@ -413,7 +416,8 @@ static void cq_linger(struct xiw_cq *cq, const struct ibv_wc *wc, int n)
 
 	if (linger_us < 0)
 		linger_us = knob_int("XIW_POLL_LINGER_US", 30);
-	if (!linger_us || !cq_rx_on())
+	if (!linger_us || !cq_rx_on() ||
+	    __atomic_load_n(&cq->nqps, __ATOMIC_RELAXED) > XIW_LINGER_MAX_QPS)
 		return;
 	for (int i = 0; i < n; i++) {
 		if (wc[i].status != IBV_WC_SUCCESS ||
