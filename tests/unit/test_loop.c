@@ -452,6 +452,34 @@ static void test_write_pingpong(void **state)
 	assert_true(xiw_cq_linger_hits() > hits0);
 }
 
+/*
+ * A pattern that only looks like a WRITE ping-pong: the server SENDs, the
+ * client answers each SEND with a WRITE, but the server sends its next
+ * SEND only after the client's poll returned (one thread drives both
+ * here). Every linger then ends without the answer; each such miss
+ * doubles the streak the next linger needs (4, 8, 16, 32), so 40 rounds
+ * cost 3 lingers, not 10 (one per 4 rounds). Every WRITE still completes.
+ */
+static void test_linger_backoff(void **state)
+{
+	uint64_t miss0 = xiw_cq_linger_misses(), misses;
+
+	(void)state;
+	for (unsigned r = 0; r < 40; r++) {
+		post_recv(&cli, 8000 + r, SINK, 64, 1);
+		post(&srv, 8100 + r, IBV_WR_SEND, 0, 8, 1, 0, 0, 0);
+		expect_wc(srv.scq, 8100 + r, IBV_WC_SEND, 8);
+		expect_wc(cli.rcq, 8000 + r, IBV_WC_RECV, 8);
+		post(&cli, 8200 + r, IBV_WR_RDMA_WRITE, 0, 8, 1,
+		     IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
+		expect_wc(cli.scq, 8200 + r, IBV_WC_RDMA_WRITE, 8);
+	}
+	misses = xiw_cq_linger_misses() - miss0;
+	if (misses < 1 || misses > 4)
+		fail_msg("%llu lingers missed in 40 rounds, want 1-4",
+			 (unsigned long long)misses);
+}
+
 static void read_one(struct side *a, struct side *b, uint32_t len, int ns,
 		     unsigned seed)
 {
@@ -1073,6 +1101,8 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_ack_inline, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_write_pingpong, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_linger_backoff, setup,
 						teardown),
 	};
 	int ret;

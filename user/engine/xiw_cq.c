@@ -353,7 +353,7 @@ void xiw_cq_credit_kick(struct xiw_cq *cq)
  * (pp_streak: the last XIW_PP_STREAK posts were single WRITEs, each after
  * the peer spoke, xiw_qp_tx.c) and the peer has not answered the last one
  * yet, the poller reads the QP's stream itself until the answer is in or
- * XIW_POLL_LINGER_US (default 30, 0: off) pass, then returns the CQE. A
+ * XIW_POLL_LINGER_US (default 100, 0: off) pass, then returns the CQE. A
  * CQE's time is not defined by the verbs; the answer is placed before the
  * app looks for it, by the thread that waits. XIW_POLL_RX=0 turns it off
  * with the pollers' other receiving. Only on CQs of at most
@@ -361,10 +361,12 @@ void xiw_cq_credit_kick(struct xiw_cq *cq)
  * each poll that returns a WRITE's CQE, and it is no ping-pong. SEND ping-pongs need none of this:
  * their apps poll the receive CQ, and that poll receives.
  */
-#define XIW_PP_STREAK 4
+#define XIW_PP_STREAK 4		/* the streak a first linger needs */
+#define XIW_PP_STREAK_MAX 128	/* ... after lingers that did not pay */
 #define XIW_LINGER_MAX_QPS 8	/* finding the QP of a CQE is a scan */
 
 static uint64_t linger_hits;	/* lingers that ended with the answer */
+static uint64_t linger_misses;	/* ... that the answer outlasted */
 
 /**
  * xiw_cq_linger_hits() - how many poll lingers ended with the peer's
@@ -373,6 +375,15 @@ static uint64_t linger_hits;	/* lingers that ended with the answer */
 uint64_t xiw_cq_linger_hits(void)
 {
 	return __atomic_load_n(&linger_hits, __ATOMIC_RELAXED);
+}
+
+/**
+ * xiw_cq_linger_misses() - how many poll lingers ended without the
+ * answer (XIW_POLL_LINGER_US passed), since the process started.
+ */
+uint64_t xiw_cq_linger_misses(void)
+{
+	return __atomic_load_n(&linger_misses, __ATOMIC_RELAXED);
 }
 
 static struct xiw_qp *cq_qp_by_num(struct xiw_cq *cq, uint32_t qpn)
@@ -390,7 +401,37 @@ static struct xiw_qp *cq_qp_by_num(struct xiw_cq *cq, uint32_t qpn)
 	return qp;
 }
 
-static void qp_linger(struct xiw_qp *qp, uint64_t ns)
+/* The streak @qp needs before its pollers linger (see pp_need). */
+static unsigned int pp_need(const struct xiw_qp *qp)
+{
+	unsigned int need = __atomic_load_n(&qp->pp_need, __ATOMIC_RELAXED);
+
+	return need ? need : XIW_PP_STREAK;
+}
+
+static void pp_need_set(struct xiw_qp *qp, unsigned int need)
+{
+	if (need < XIW_PP_STREAK)
+		need = XIW_PP_STREAK;
+	if (need > XIW_PP_STREAK_MAX)
+		need = XIW_PP_STREAK_MAX;
+	__atomic_store_n(&qp->pp_need, (uint8_t)need, __ATOMIC_RELAXED);
+}
+
+static bool cq_has_cqes(struct xiw_cq *cq)
+{
+	return __atomic_load_n(&cq->head, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(&cq->tail, __ATOMIC_RELAXED);
+}
+
+/*
+ * Read @qp's stream until the peer's answer is in, other CQEs arrived on
+ * @cq (the app has work), or @ns passed. An answer that outlasted the
+ * linger (a server whose clients think between requests, a peer that was
+ * preempted) doubles the streak the QP needs before the next linger, so a
+ * pattern that only looks like a ping-pong costs one linger in many.
+ */
+static void qp_linger(struct xiw_cq *cq, struct xiw_qp *qp, uint64_t ns)
 {
 	/* written by posters under sq_lock: a hint, as the CQE's own post
 	 * is what the mark stands for unless the app posted again since */
@@ -398,14 +439,20 @@ static void qp_linger(struct xiw_qp *qp, uint64_t ns)
 	uint64_t end = xiw_now_ns() + ns;
 
 	while (__atomic_load_n(&qp->rx_reads, __ATOMIC_ACQUIRE) == mark) {
+		if (cq_has_cqes(cq))
+			return;
 		if (!xiw_rx_poll_now(qp) && xiw_now_ns() >= end) {
-			/* the answer is late: whoever reads it must not be
-			 * this thread, which now returns to the app */
+			pp_need_set(qp, pp_need(qp) * 2);
+			__atomic_store_n(&qp->pp_streak, 0, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&linger_misses, 1, __ATOMIC_RELAXED);
+			/* whoever reads the late answer must not be this
+			 * thread, which now returns to the app */
 			if (atomic_load(&qp->rx_app_mode))
 				xiw_rx_kick(qp);
 			return;
 		}
 	}
+	pp_need_set(qp, pp_need(qp) / 2);
 	__atomic_add_fetch(&linger_hits, 1, __ATOMIC_RELAXED);
 }
 
@@ -415,7 +462,7 @@ static void cq_linger(struct xiw_cq *cq, const struct ibv_wc *wc, int n)
 	struct xiw_qp *qp;
 
 	if (linger_us < 0)
-		linger_us = knob_int("XIW_POLL_LINGER_US", 30);
+		linger_us = knob_int("XIW_POLL_LINGER_US", 100);
 	if (!linger_us || !cq_rx_on() ||
 	    __atomic_load_n(&cq->nqps, __ATOMIC_RELAXED) > XIW_LINGER_MAX_QPS)
 		return;
@@ -427,9 +474,9 @@ static void cq_linger(struct xiw_cq *cq, const struct ibv_wc *wc, int n)
 		if (!qp)
 			return;
 		if (__atomic_load_n(&qp->pp_streak, __ATOMIC_RELAXED) >=
-			    XIW_PP_STREAK &&
+			    pp_need(qp) &&
 		    atomic_load(&qp->state) == IBV_QPS_RTS)
-			qp_linger(qp, (uint64_t)linger_us * 1000u);
+			qp_linger(cq, qp, (uint64_t)linger_us * 1000u);
 		xiw_qp_unref(qp);
 		return;
 	}

@@ -472,9 +472,12 @@ struct xiw_qp {
 	uint32_t sq_head, sq_tx, sq_tail;
 	/* ping-pong detection for the poll linger (xiw_cq.c), sq_lock:
 	 * rx_reads at the last post, and how many posts in a row found
-	 * the peer had spoken since the one before */
+	 * the peer had spoken since the one before; pp_need: the streak a
+	 * linger needs (0: XIW_PP_STREAK; pollers double it after a linger
+	 * the answer outlasted, halve it after one that got the answer) */
 	uint32_t pp_rx_mark;
 	uint8_t pp_streak;
+	uint8_t pp_need;
 	/* READ/Atomic queues sized at attach to the negotiated ORD/IRD + 1
 	 * (the RTR), a power of two (xiw_qp_attach): a QP with ORD/IRD 1
 	 * holds 2 + 2 entries, not 64 + 64 as when they were fixed arrays */
@@ -738,6 +741,7 @@ void xiw_txack_rx(struct xiw_qp *qp);
 bool xiw_txack_poll(struct xiw_qp *qp);
 uint64_t xiw_txack_inline_hits(void);
 uint64_t xiw_cq_linger_hits(void);
+uint64_t xiw_cq_linger_misses(void);
 
 /* ---- xiw_qp_rq.c: the RQ and its CQE credits (rq_lock) ---- */
 
