@@ -803,8 +803,11 @@ static void qp_end_log(const struct xiw_qp *qp, int err, uint32_t sq_out)
 {
 	if (err == -EPROTO)
 		return;
+	/* no WR lost: a peer that reset or closed under a send of ours
+	 * (a READ response, a TERMINATE) is not worth a warning */
 	if (err)
-		xiw_log(XIW_LOG_WARN, "qp %u: the stream failed (%s): QP in ERROR, %u send WRs flushed",
+		xiw_log(sq_out ? XIW_LOG_WARN : XIW_LOG_INFO,
+			"qp %u: the stream failed (%s): QP in ERROR, %u send WRs flushed",
 			qp->ibv.qp_num, strerror(-err), sq_out);
 	else if (sq_out)
 		xiw_log(XIW_LOG_WARN, "qp %u: the peer closed the stream with %u send WRs outstanding: QP in ERROR, they are flushed",
