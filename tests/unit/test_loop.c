@@ -1070,6 +1070,138 @@ static void test_read_refused(void **state)
 	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
 }
 
+/*
+ * A burst of READ requests answered in one go (issue 11): 8 small READs
+ * of odd sizes and offsets posted in one chain reach the responder in
+ * one receive burst, and their responses leave in one sendmsg (at most
+ * two if the burst was read in two); every byte lands at its sink, the
+ * WCs come in posting order.
+ */
+static void test_read_burst(void **state)
+{
+	enum { N = 8, SLOT = 512 };
+	struct ibv_sge sg[N];
+	struct ibv_send_wr wr[N], *bad;
+	uint64_t calls;
+	int n = (int)cli.qp->ord < N ? (int)cli.qp->ord : N;
+
+	(void)state;
+	fill(srv.buf, N * SLOT, 31);
+	memset(cli.buf + SINK, 0, N * SLOT);
+	quiet(&srv, 0);
+	pthread_mutex_lock(&srv.qp->tx_lock);
+	calls = srv.qp->tx_calls;
+	pthread_mutex_unlock(&srv.qp->tx_lock);
+	for (int i = 0; i < n; i++) {
+		uint32_t len = 1 + (uint32_t)(i * 97) % 400;
+
+		sg[i] = (struct ibv_sge){ (uintptr_t)cli.buf + SINK + i * SLOT,
+					  len, cli.mr->ibv.lkey };
+		wr[i] = (struct ibv_send_wr){
+			.wr_id = 400 + i, .sg_list = &sg[i], .num_sge = 1,
+			.opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+			.next = i + 1 < n ? &wr[i + 1] : NULL };
+		wr[i].wr.rdma.remote_addr = IOVA_BASE + i * SLOT + (uint32_t)i;
+		wr[i].wr.rdma.rkey = srv.mr->ibv.rkey;
+	}
+	assert_int_equal(xiw_post_send(cli.qp, wr, &bad), 0);
+	for (int i = 0; i < n; i++) {
+		expect_wc(cli.scq, 400 + i, IBV_WC_RDMA_READ, sg[i].length);
+		assert_memory_equal(cli.buf + SINK + i * SLOT,
+				    srv.buf + i * SLOT + i, sg[i].length);
+	}
+	pthread_mutex_lock(&srv.qp->tx_lock);
+	calls = srv.qp->tx_calls - calls;
+	pthread_mutex_unlock(&srv.qp->tx_lock);
+	if (n == N && calls > 2)
+		fail_msg("%d READ responses took %llu sendmsg calls", n,
+			 (unsigned long long)calls);
+}
+
+/* @qp's sending is with the progress thread after a full socket. */
+static bool resp_on_progress(struct xiw_qp *qp)
+{
+	bool on;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	on = qp->tx_wait_write && !qp->dm_owned;
+	pthread_mutex_unlock(&qp->tx_lock);
+	return on;
+}
+
+/*
+ * A READ response that fills the responder's socket (issue 11): the
+ * requester stops reading (a SEND waits for its receive in front of the
+ * response), so a 7 MB response cannot leave (Linux grows a socket's
+ * send buffer up to tcp_wmem's 4 MB); the responder's progress thread
+ * keeps the rest (xiw_tx_push_rx, no datamover) and a WRITE and a SEND
+ * posted behind it on the responder wait their turn. Once the receive is
+ * posted, everything arrives in order: the SEND, every byte of the READ,
+ * the WRITE, the second SEND.
+ */
+static void test_read_fills_socket(void **state)
+{
+	const uint32_t len = 7u << 20, big = 8u << 20;
+	uint8_t *sb = malloc(big), *cb = malloc(big);
+	struct xiw_mr *smr, *cmr;
+	bool seen = false;
+
+	(void)state;
+	assert_non_null(sb);
+	assert_non_null(cb);
+	smr = xiw_mr_reg(srv.pd, sb, big, 0x100000000ull, IBV_ACCESS_REMOTE_READ);
+	cmr = xiw_mr_reg(cli.pd, cb, big, 0x100000000ull, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(smr);
+	assert_non_null(cmr);
+	fill(sb, len, 41);
+	fill(srv.buf, 256, 42);
+	memset(cb, 0, big);
+	post(&srv, 801, IBV_WR_SEND, 0, 16, 1, 0, 0, 0);
+	expect_wc(srv.scq, 801, IBV_WC_SEND, 16);
+	{	/* 7 MB into the client's own buffer, 3 SGEs */
+		struct ibv_sge sg[3] = {
+			{ (uintptr_t)cb, 1000, cmr->ibv.lkey },
+			{ (uintptr_t)cb + 1000, 3u << 20, cmr->ibv.lkey },
+			{ (uintptr_t)cb + 1000 + (3u << 20),
+			  len - 1000 - (3u << 20), cmr->ibv.lkey } };
+		struct ibv_send_wr wr = { .wr_id = 802, .sg_list = sg,
+					  .num_sge = 3,
+					  .opcode = IBV_WR_RDMA_READ,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		wr.wr.rdma.remote_addr = 0x100000000ull;
+		wr.wr.rdma.rkey = smr->ibv.rkey;
+		assert_int_equal(xiw_post_send(cli.qp, &wr, &bad), 0);
+	}
+	/* within XIW_RQ_WAIT_MS (300 ms) the requester's receive is due */
+	for (int i = 0; i < 150 && !seen; i++) {
+		seen = resp_on_progress(srv.qp);
+		if (!seen)
+			usleep(1000);
+	}
+	post(&srv, 803, IBV_WR_RDMA_WRITE, 16, 64, 1, IOVA_BASE + 4096,
+	     cli.mr->ibv.rkey, 0);
+	post(&srv, 804, IBV_WR_SEND, 80, 32, 1, 0, 0, 0);
+	post_recv(&cli, 805, 8192, 64, 1);
+	post_recv(&cli, 806, 8192 + 64, 64, 1);
+	expect_wc(cli.rcq, 805, IBV_WC_RECV, 16);
+	expect_wc(cli.scq, 802, IBV_WC_RDMA_READ, len);
+	expect_wc(cli.rcq, 806, IBV_WC_RECV, 32);
+	expect_wc(srv.scq, 803, IBV_WC_RDMA_WRITE, 0);
+	expect_wc(srv.scq, 804, IBV_WC_SEND, 32);
+	assert_memory_equal(cb, sb, len);
+	assert_memory_equal(cli.buf + 4096, srv.buf + 16, 64);
+	assert_memory_equal(cli.buf + 8192, srv.buf, 16);
+	assert_memory_equal(cli.buf + 8192 + 64, srv.buf + 80, 32);
+	if (!seen)
+		fail_msg("the READ response never waited on the progress thread");
+	assert_true(qp_batchless(&srv));
+	assert_int_equal(xiw_mr_dereg(smr), 0);
+	assert_int_equal(xiw_mr_dereg(cmr), 0);
+	free(sb);
+	free(cb);
+}
+
 static int run_suite(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
@@ -1103,6 +1235,10 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_write_pingpong, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_linger_backoff, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_read_burst, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_read_fills_socket, setup,
 						teardown),
 	};
 	int ret;

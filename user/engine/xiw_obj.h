@@ -442,6 +442,9 @@ struct xiw_rxstate {
  * @orq/@irq: outstanding outbound / inbound READs.
  * @ord/@ird: limits (RFC 5040 §6.6, MPA v2 negotiation).
  * @tx_hold: passive p2p side waiting for the RTR: send nothing.
+ * @tx_wait_write: the progress thread owns the QP's sending (a writable
+ *           upcall or a resume closure is due, xiw_tx_push_rx): posters
+ *           and xiw_tx_push() keep away.
  * @term:    TERMINATE code to send (0: none).
  * @rtr:     RTR FPDU type still to send (XIW_RTR_NONE: none).
  * @refs:    progress callbacks in flight referencing the QP.
@@ -663,6 +666,9 @@ void xiw_rxstage_put(uint8_t *b);
 void xiw_tx_reset(struct xiw_qp *qp);
 /** xiw_tx_writable() - llp writable upcall (progress thread). */
 void xiw_tx_writable(void *arg);
+/** xiw_tx_push_rx() - send what the receive path made due; leftovers stay
+ *  with the progress thread (tx_wait_write). tx_lock held. */
+void xiw_tx_push_rx(struct xiw_qp *qp);
 
 #define XIW_TX_DIRECT (256u * 1024)	/* bytes a poster sends directly */
 #define XIW_DM_PIECE (4u * 1024)	/* bytes per turn while QPs share it */

@@ -992,7 +992,7 @@ static void rx_flush_tx(struct xiw_qp *qp)
 {
 	qp->rxs.tx_due = 0;
 	pthread_mutex_lock(&qp->tx_lock);
-	xiw_tx_push(qp);
+	xiw_tx_push_rx(qp);
 	xiw_tx_unlock(qp);
 }
 

@@ -17,6 +17,7 @@
  * always in posting order.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "xiwarp/wire/mpa.h"
 #include "xiw_obj.h"
@@ -237,7 +238,8 @@ static void tx_kick_fn(void *arg)
 
 void xiw_tx_unlock(struct xiw_qp *qp)
 {
-	bool owned = qp->dm_owned;	/* the datamover frames new WRs itself */
+	/* the datamover (or the progress thread) frames new WRs itself */
+	bool owned = qp->dm_owned || qp->tx_wait_write;
 
 	pthread_mutex_unlock(&qp->tx_lock);
 	if (owned || !atomic_load(&qp->tx_more) ||
@@ -1112,20 +1114,9 @@ int xiw_tx_send_some(struct xiw_qp *qp, size_t budget)
 	return XIW_TX_DONE;
 }
 
-/**
- * xiw_tx_push() - direct send (seed 003): frame and send in the calling
- * thread (tx_lock held) unless the datamover owns the QP's sending. At
- * most XIW_TX_DIRECT bytes here; the rest goes to the datamover, as does
- * a QP whose stream lacks send space (it resumes it when space is back).
- * Never blocks. With shutdown_pending, sends FIN once everything is out.
- */
-void xiw_tx_push(struct xiw_qp *qp)
+/* A push left work (xiw_tx_send_some() result @r): the datamover takes it. */
+static void tx_to_dm(struct xiw_qp *qp, int r)
 {
-	int r;
-
-	if (qp->dm_owned)
-		return;
-	r = xiw_tx_send_some(qp, XIW_TX_DIRECT);
 	if (r == XIW_TX_SHORT)
 		xiw_dm_pause(qp);
 	else if (r == XIW_TX_MORE)
@@ -1135,8 +1126,89 @@ void xiw_tx_push(struct xiw_qp *qp)
 }
 
 /**
+ * xiw_tx_push() - direct send (seed 003): frame and send in the calling
+ * thread (tx_lock held) unless the datamover or the progress thread
+ * (tx_wait_write, xiw_tx_push_rx) owns the QP's sending. At most
+ * XIW_TX_DIRECT bytes here; the rest goes to the datamover, as does
+ * a QP whose stream lacks send space (it resumes it when space is back).
+ * Never blocks. With shutdown_pending, sends FIN once everything is out.
+ */
+void xiw_tx_push(struct xiw_qp *qp)
+{
+	if (qp->dm_owned || qp->tx_wait_write)
+		return;
+	tx_to_dm(qp, xiw_tx_send_some(qp, XIW_TX_DIRECT));
+}
+
+/* XIW_RESP_PROGRESS=0: the receive path's leftovers go to the datamover. */
+static bool tx_resp_progress(void)
+{
+	static int on = -1;
+	const char *v;
+
+	if (on < 0) {
+		v = getenv("XIW_RESP_PROGRESS");
+		on = v ? atoi(v) != 0 : 1;
+	}
+	return on;
+}
+
+static void tx_resume_fn(void *arg);
+
+/**
+ * xiw_tx_push_rx() - send what the receive path made due (READ and Atomic
+ * responses, READs that waited for ORD room; tx_lock held), from the
+ * thread that parsed the requests: the progress thread, or an app
+ * thread's receive pass. Like xiw_tx_push(), but what is left stays with
+ * the progress thread (tx_wait_write set, posters keep away): a stream
+ * without send space waits for the llp's writable upcall in the progress
+ * thread's own epoll, where the peer's next READ requests arrive too, so
+ * one wake-up serves both; a used-up XIW_TX_DIRECT budget continues in a
+ * progress closure queued behind the other fds' events (fairness between
+ * QPs, as the datamover's turns). Handing it to the datamover cost the
+ * responder a second thread's wake-ups, a tx_lock hand-over and an
+ * epoll_ctl per pause (issue 11: 64 KB ib_read_bw). XIW_RESP_PROGRESS=0
+ * restores the datamover hand-off. Never blocks.
+ */
+void xiw_tx_push_rx(struct xiw_qp *qp)
+{
+	int r;
+
+	if (qp->dm_owned || qp->tx_wait_write)
+		return;
+	r = xiw_tx_send_some(qp, XIW_TX_DIRECT);
+	if ((r != XIW_TX_SHORT && r != XIW_TX_MORE) || !tx_resp_progress()) {
+		tx_to_dm(qp, r);
+		return;
+	}
+	qp->tx_wait_write = true;
+	if (r == XIW_TX_SHORT) {
+		xiw_llp_want_write(qp->llp, true);
+		return;
+	}
+	xiw_qp_ref(qp);
+	if (xiw_progress_run(tx_resume_fn, qp)) {	/* no memory */
+		xiw_qp_unref(qp);
+		qp->tx_wait_write = false;
+		xiw_dm_activate(qp);
+	}
+}
+
+/* Progress closure: continue after a used-up budget (xiw_tx_push_rx). */
+static void tx_resume_fn(void *arg)
+{
+	struct xiw_qp *qp = arg;
+
+	pthread_mutex_lock(&qp->tx_lock);
+	qp->tx_wait_write = false;
+	xiw_tx_push_rx(qp);
+	xiw_tx_unlock(qp);
+	xiw_qp_unref(qp);
+}
+
+/**
  * xiw_tx_writable() - llp writable upcall (progress thread): continue the
- * batch and the queues after a short send.
+ * batch and the queues after a short send of xiw_tx_push_rx().
  */
 void xiw_tx_writable(void *arg)
 {
@@ -1144,7 +1216,7 @@ void xiw_tx_writable(void *arg)
 
 	pthread_mutex_lock(&qp->tx_lock);
 	qp->tx_wait_write = false;
-	xiw_tx_push(qp);
+	xiw_tx_push_rx(qp);
 	xiw_tx_unlock(qp);
 }
 
