@@ -307,6 +307,8 @@ struct xsk_port {
 	uint64_t rx_frames, rx_bad, rx_nomatch, tx_frames, tx_drops;
 	uint64_t meta_ok, meta_bad;
 	uint64_t rx_app_frames;		/* of @rx_frames, taken by app threads */
+	uint64_t rx_batches;		/* non-empty RX ring batches */
+	uint64_t tx_kicks;		/* sendto() calls on the TX socket */
 	uint8_t *rx_buf;		/* multi-buffer reassembly (progress) */
 };
 
@@ -450,6 +452,10 @@ struct xsk_conn {
 /** xsk_conn_new() - a connection on @p (not yet in the table). */
 struct xsk_conn *xsk_conn_new(struct xsk_port *p, uint32_t laddr, uint16_t lport,
 			      uint32_t raddr, uint16_t rport, bool passive);
+/** xsk_conn_input_end() - the RX batch that fed @c through
+ *  xsk_conn_input() is over: utcp sends the ACK it held (progress thread
+ *  or the app thread that took the batch; before xsk_conn_deliver()). */
+void xsk_conn_input_end(struct xsk_conn *c);
 /** xsk_conn_input() - one received IPv4 packet for @c (progress thread);
  *  @meta: its checked XDP record, or NULL. */
 void xsk_conn_input(struct xsk_conn *c, const uint8_t *ip, size_t len,

@@ -383,8 +383,17 @@ void xsk_conn_input(struct xsk_conn *c, const uint8_t *ip, size_t len,
 	if (meta)	/* before utcp: the engine may read the bytes at once */
 		xsk_fpdu_push(c, meta);
 	c->in_now = xiw_now_ns();
+	/* one ACK per RX batch: xsk_conn_input_end() sends it */
+	utcp_input_batch_begin(c->tcp);
 	if (utcp_input(c->tcp, ip, len, c->in_now) == -EBADMSG)
 		c->port->rx_bad++;
+	conn_unlock_noev(c);
+}
+
+void xsk_conn_input_end(struct xsk_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	utcp_input_batch_end(c->tcp, xiw_now_ns());
 	conn_unlock_noev(c);
 }
 

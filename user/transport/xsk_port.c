@@ -318,6 +318,9 @@ static void xsk_linger(void)
 				(unsigned long long)st.rx_fill_ring_empty_descs,
 				(unsigned long long)st.rx_invalid_descs,
 				(unsigned long long)st.tx_invalid_descs);
+		xiw_log(XIW_LOG_DEBUG, "xsk: %s: rx batches %llu, tx kicks (sendto) %llu",
+			p->ifname, (unsigned long long)p->rx_batches,
+			(unsigned long long)p->tx_kicks);
 		xiw_log(XIW_LOG_DEBUG, "xsk: %s: rx frames %llu (by app threads %llu, bad %llu, no connection %llu), tx frames %llu, payload sent in place from the umem %llu bytes, tx without frame %llu, metadata records ok %llu bad %llu",
 			p->ifname, (unsigned long long)p->rx_frames,
 			(unsigned long long)p->rx_app_frames,
@@ -723,6 +726,7 @@ void xsk_port_flush(struct xsk_port *p)
 
 		if (cons == *s->tx.producer)
 			break;
+		p->tx_kicks++;
 		if (sendto(s->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
 		    errno != EAGAIN && errno != EBUSY && errno != ENOBUFS &&
 		    errno != EINTR) {
@@ -980,6 +984,7 @@ static void rx_frame(struct xsk_port *p, const uint8_t *f, uint32_t len,
 		touched[(*nt)++] = c;
 		return;
 	}
+	xsk_conn_input_end(c);
 	xsk_conn_deliver(c);
 	xsk_conn_put(c);
 }
@@ -1007,6 +1012,8 @@ static uint32_t rx_batch(struct xsk_port *p, struct xsk_sock *s)
 
 	if (n > RX_BATCH)
 		n = RX_BATCH;
+	if (n)
+		p->rx_batches++;
 	while (done < n) {
 		uint32_t first = done, tot = 0, head = 0;
 		const uint8_t *f = NULL;
@@ -1053,6 +1060,9 @@ static uint32_t rx_batch(struct xsk_port *p, struct xsk_sock *s)
 			       sizeof(((struct xiw_xdp_meta *)0)->magic));
 	}
 	rx_recycle(s, pos, done);
+	/* the ACKs the batch held (one per connection), then upcalls */
+	for (int i = 0; i < nt; i++)
+		xsk_conn_input_end(touched[i]);
 	for (int i = 0; i < nt; i++) {
 		xsk_conn_deliver(touched[i]);
 		xsk_conn_put(touched[i]);

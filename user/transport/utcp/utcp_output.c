@@ -88,6 +88,7 @@ static void send_raw(struct utcp_conn *c, uint32_t seq, uint8_t flags,
 		if (seq_gt(edge, c->rcv_adv))
 			c->rcv_adv = edge;
 		c->ack_now = false;
+		c->ack_held = false;
 		c->segs_unacked = 0;
 		c->t_delack = 0;
 		c->last_ack_sent = c->rcv_nxt;
