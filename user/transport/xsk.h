@@ -281,6 +281,7 @@ struct xsk_port {
 	uint64_t tx_ref_bytes;		/* payload sent from the umem in place */
 	uint32_t tx_nfree;
 	bool tx_kick;			/* descriptors submitted, no sendto yet */
+	bool tx_kicking;		/* a thread is in xsk_port_flush's sendto loop */
 	bool tx_starved;		/* a @fill found no frame: resume later */
 
 	pthread_mutex_t tbl_lock;	/* @conns, @hash, @id_hint */
@@ -361,6 +362,9 @@ uint32_t xsk_port_rx_poll(struct xsk_port *p);
 void xsk_port_rx_arm(struct xsk_port *p);
 /** xsk_port_flush() - kick the kernel to send submitted TX descriptors. */
 void xsk_port_flush(struct xsk_port *p);
+/** xsk_port_flush_wait() - flush and wait (at most @max_ms) until the
+ *  kernel took every TX descriptor submitted before the call. */
+void xsk_port_flush_wait(struct xsk_port *p, unsigned int max_ms);
 /** xsk_port_timer() - make sure the port timer fires by @deadline (ns). */
 void xsk_port_timer(struct xsk_port *p, uint64_t deadline);
 /** xsk_port_queue_ev() - deliver @c's pending upcalls on the progress

@@ -985,14 +985,14 @@ static bool op_zc_outstanding(struct xiw_llp *l)
 
 /*
  * Failing with referenced buffers: RST, so nothing is ever framed from
- * them again; copy mode copied each frame in sendto() already (flushed
- * before we return), so every reference can go at once.
+ * them again; copy mode copies each frame in sendto(): wait until the
+ * kernel took every descriptor (another thread may be the one kicking),
+ * then every reference can go at once.
  */
 static int op_zc_quiesce(struct xiw_llp *l, unsigned int max_ms)
 {
 	struct xsk_conn *c = C(l);
 
-	(void)max_ms;
 	pthread_mutex_lock(&c->lock);
 	if (!xsk_sendq_zc_outstanding(&c->sq)) {
 		pthread_mutex_unlock(&c->lock);
@@ -1003,6 +1003,7 @@ static int op_zc_quiesce(struct xiw_llp *l, unsigned int max_ms)
 		utcp_abort(c->tcp, xiw_now_ns());
 	xsk_sendq_release_all(&c->sq);
 	conn_unlock(c);
+	xsk_port_flush_wait(c->port, max_ms ? max_ms : 1000);
 	return 0;
 }
 

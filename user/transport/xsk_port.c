@@ -710,34 +710,84 @@ int xsk_port_xmit(struct xsk_port *p, const uint8_t *eth, const uint8_t *hdr,
  * Copy mode transmits inside sendto(), at most 32 descriptors per call
  * (-EAGAIN: more left); keep kicking while descriptors wait, reclaiming
  * completions in between (a full completion ring also says -EAGAIN).
+ *
+ * One thread kicks at a time and tx_lock is not held across sendto():
+ * the kernel's copy-mode transmit (skb, veth, the peer's XDP, the copy
+ * into its umem) is most of a sender's CPU time, and other threads keep
+ * framing segments into the TX ring meanwhile. A flush that finds a
+ * kicker at work leaves its descriptors to it (the kicker loops until
+ * the ring is empty, tx_kick tells it more came).
  */
 void xsk_port_flush(struct xsk_port *p)
 {
 	struct xsk_sock *s = &p->q[0];
+	bool left;
 
 	pthread_mutex_lock(&p->tx_lock);
-	if (!p->tx_kick) {
+	if (!p->tx_kick || p->tx_kicking) {
 		pthread_mutex_unlock(&p->tx_lock);
 		return;
 	}
-	p->tx_kick = false;
-	for (int tries = 0; tries < 256; tries++) {
-		uint32_t cons = __atomic_load_n(s->tx.consumer, __ATOMIC_ACQUIRE);
+	p->tx_kicking = true;
+	for (int tries = 0; p->tx_kick && tries < 256;) {
+		p->tx_kick = false;
+		for (; tries < 256; tries++) {
+			uint32_t cons = __atomic_load_n(s->tx.consumer, __ATOMIC_ACQUIRE);
+			int err = 0;
 
-		if (cons == *s->tx.producer)
-			break;
-		p->tx_kicks++;
-		if (sendto(s->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
-		    errno != EAGAIN && errno != EBUSY && errno != ENOBUFS &&
-		    errno != EINTR) {
-			xiw_log(XIW_LOG_WARN, "xsk: %s: sendto: %s", p->ifname,
-				strerror(errno));
-			break;
+			if (cons == *s->tx.producer)
+				break;
+			p->tx_kicks++;
+			pthread_mutex_unlock(&p->tx_lock);
+			if (sendto(s->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0)
+				err = errno;
+			pthread_mutex_lock(&p->tx_lock);
+			if (err && err != EAGAIN && err != EBUSY && err != ENOBUFS &&
+			    err != EINTR) {
+				xiw_log(XIW_LOG_WARN, "xsk: %s: sendto: %s", p->ifname,
+					strerror(err));
+				tries = 256;
+				break;
+			}
+			tx_reclaim(p);
 		}
-		tx_reclaim(p);
 	}
 	tx_reclaim(p);
+	p->tx_kicking = false;
+	/* gave up with descriptors waiting: the next flush (or the timer,
+	 * see port_tmr_event) kicks them */
+	left = __atomic_load_n(s->tx.consumer, __ATOMIC_ACQUIRE) != *s->tx.producer;
+	if (left)
+		p->tx_kick = true;
 	pthread_mutex_unlock(&p->tx_lock);
+	if (left)
+		xsk_port_timer(p, xiw_now_ns() + 1000000);
+}
+
+/**
+ * xsk_port_flush_wait() - flush, then wait (at most @max_ms) until the
+ * kernel took every descriptor submitted so far, whichever thread kicks:
+ * in copy mode their payload has then been copied.
+ */
+void xsk_port_flush_wait(struct xsk_port *p, unsigned int max_ms)
+{
+	struct xsk_sock *s = &p->q[0];
+	uint64_t end = xiw_now_ns() + (uint64_t)max_ms * 1000000ull;
+	uint32_t want;
+
+	pthread_mutex_lock(&p->tx_lock);
+	want = *s->tx.producer;
+	pthread_mutex_unlock(&p->tx_lock);
+	for (;;) {
+		xsk_port_flush(p);
+		if ((int32_t)(__atomic_load_n(s->tx.consumer, __ATOMIC_ACQUIRE) - want) >= 0 ||
+		    xiw_now_ns() > end)
+			return;
+		pthread_mutex_lock(&p->tx_lock);
+		p->tx_kick = true;	/* kick again if nobody is */
+		pthread_mutex_unlock(&p->tx_lock);
+		sched_yield();
+	}
 }
 
 /* ------------------------------------------------------------ timers --- */
