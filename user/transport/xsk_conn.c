@@ -808,7 +808,7 @@ static void conn_log_stats(struct xsk_conn *c)
 	struct utcp_info i;
 
 	utcp_get_info(c->tcp, &i);
-	xiw_log(XIW_LOG_DEBUG, "xsk: conn %u %s: segs out %llu in %llu, retrans %llu (%llu bytes), rto %llu, fast recoveries %llu, tail loss probes %llu, lost retransmissions %llu, dupacks in %llu, ooo in %llu, tx without frame %llu, zero-copy sends %llu bytes, srtt %llu us, cwnd %u",
+	xiw_log(XIW_LOG_DEBUG, "xsk: conn %u %s: segs out %llu in %llu, retrans %llu (%llu bytes), rto %llu, fast recoveries %llu, tail loss probes %llu, lost retransmissions %llu, dupacks in %llu, ooo in %llu, tx without frame %llu, zero-copy sends %llu bytes, srtt %llu us, cwnd %u, sends held by rwnd %llu / cwnd %llu",
 		c->id, utcp_state_name(i.state), (unsigned long long)i.segs_out,
 		(unsigned long long)i.segs_in, (unsigned long long)i.segs_retrans,
 		(unsigned long long)i.bytes_retrans, (unsigned long long)i.rto_fired,
@@ -817,7 +817,9 @@ static void conn_log_stats(struct xsk_conn *c)
 		(unsigned long long)i.dupacks_in, (unsigned long long)i.ooo_segs,
 		(unsigned long long)c->tx_lost,
 		(unsigned long long)c->sq.ref_bytes,
-		(unsigned long long)(i.srtt_ns / 1000), i.cwnd);
+		(unsigned long long)(i.srtt_ns / 1000), i.cwnd,
+		(unsigned long long)i.out_rwnd_limited,
+		(unsigned long long)i.out_cwnd_limited);
 }
 
 /* Progress thread (or no thread): the owner lets go. */

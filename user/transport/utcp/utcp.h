@@ -220,6 +220,9 @@ struct utcp_info {
 	uint64_t tlp_sent;		/* tail loss probes (RFC 8985 §7) */
 	uint64_t lost_rtx;		/* retransmissions found lost by SACK */
 	uint64_t bytes_sacked;		/* octets the peer newly SACKed */
+	/* utcp_output() passes that left new data unsent because of: */
+	uint64_t out_rwnd_limited;	/* the peer's receive window */
+	uint64_t out_cwnd_limited;	/* the congestion window */
 	unsigned int sack_blocks;	/* scoreboard ranges */
 };
 

@@ -340,13 +340,23 @@ void utcp_output(struct utcp_conn *c, uint64_t now)
 			if (len > room_w)
 				len = room_w;
 			if (avail) {
-				if (!len)
+				if (!len) {
+					if (room_w < smss && room_w <= room_c)
+						c->st.out_rwnd_limited++;
+					else
+						c->st.out_cwnd_limited++;
 					break;
+				}
 				/* sender SWS avoidance (RFC 9293 §3.8.6.2.1):
 				 * a short segment only if it is all we have or
 				 * nothing is in flight */
-				if (len < smss && len < avail && flight)
+				if (len < smss && len < avail && flight) {
+					if (room_w <= room_c)
+						c->st.out_rwnd_limited++;
+					else
+						c->st.out_cwnd_limited++;
 					break;
+				}
 			} else if (!room_c && flight) {
 				break;
 			}
