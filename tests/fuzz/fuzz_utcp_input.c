@@ -10,6 +10,9 @@
  * header+payload that gets a valid IPv4 header, our ports and a good
  * checksum (so the state machine sees it); kind & 2: seq/ack are made
  * relative to rcv_nxt/snd_una; otherwise the bytes are a raw IPv4 packet.
+ * kind & 0x10 / 0x20 (with kind & 1): an input batch opens before / ends
+ * after the segment (utcp_input_batch_begin/end); the set-up traffic
+ * between the endpoints is fed one batch per round.
  *
  * Checked: every segment utcp emits parses with good checksums;
  * sequence invariants (snd_una <= snd_nxt <= snd_max, the scoreboard
@@ -172,9 +175,14 @@ static void pump(uint64_t now, int drop_mask)
 
 		memcpy(cur, Q, sizeof(Q[0]) * (size_t)n);
 		nq = 0;
+		/* each round is one RX batch per endpoint (one ACK at its end) */
+		utcp_input_batch_begin(E[0].c);
+		utcp_input_batch_begin(E[1].c);
 		for (int i = 0; i < n; i++)
 			if (!((drop_mask >> (i & 7)) & 1))
 				utcp_input(E[cur[i].to].c, cur[i].b, cur[i].len, now);
+		utcp_input_batch_end(E[0].c, now);
+		utcp_input_batch_end(E[1].c, now);
 		free(cur);
 	}
 	nq = 0;
@@ -351,7 +359,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				t[16] = (uint8_t)(tc >> 8);
 				t[17] = (uint8_t)tc;
 			}
+			if (kind & 0x10)	/* an input batch opens */
+				utcp_input_batch_begin(E[0].c);
 			utcp_input(E[0].c, pkt, tot, now);
+			if (kind & 0x20)	/* ... and ends */
+				utcp_input_batch_end(E[0].c, now);
 		} else {
 			uint8_t *raw = malloc(len ? len : 1);	/* exact size for ASan */
 

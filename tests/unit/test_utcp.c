@@ -1580,7 +1580,10 @@ static void test_cc_end_to_end(void **state)
 
 			run(l, MS / 10, NULL);
 			a = info(&l->ep[0]);
-			if (!cut && a.snd_acked > (2 << 20)) {
+			/* early enough that new data is still to be sent:
+			 * slow start with RFC 3465 ABC (L = 2 SMSS) doubles
+			 * cwnd per RTT with delayed ACKs */
+			if (!cut && a.snd_acked > (1 << 20)) {
 				/* lose the next new segment */
 				l->drop_seq[0] = a.snd_max;
 				l->drop_seq_on[0] = true;
@@ -1609,10 +1612,218 @@ static void test_cc_end_to_end(void **state)
 	}
 }
 
+
+/* ----------------------------------------------- ACK once per RX batch */
+
+/* Deliver the queued packets for endpoint @to, in send order, as one
+ * input batch at their (common) arrival time, as the xsk transport feeds
+ * one RX ring batch. Return: packets fed. */
+static size_t batch_feed(struct link *l, int to)
+{
+	struct utcp_conn *c = l->ep[to].c;
+	size_t fed = 0;
+
+	utcp_input_batch_begin(c);
+	for (;;) {
+		size_t best = SIZE_MAX;
+
+		for (size_t i = 0; i < l->nq; i++)
+			if (l->q[i].to == to &&
+			    (best == SIZE_MAX || l->q[i].order < l->q[best].order))
+				best = i;
+		if (best == SIZE_MAX)
+			break;
+		struct pkt p = l->q[best];
+
+		l->q[best] = l->q[--l->nq];
+		if (p.at > l->now)
+			l->now = p.at;
+		assert_int_equal(utcp_input(c, p.data, p.len, l->now), 0);
+		free(p.data);
+		fed++;
+	}
+	utcp_input_batch_end(c, l->now);
+	return fed;
+}
+
+/* @n full segments from A, sent at once (cwnd opened by hand) */
+static uint32_t send_burst(struct link *l, uint32_t n)
+{
+	uint32_t smss = info(&l->ep[0]).smss;
+
+	l->ep[0].c->cwnd = 1000 * smss;
+	assert_int_equal(utcp_send(l->ep[0].c, n * smss, l->now), 0);
+	assert_int_equal(l->nq, n);
+	return smss;
+}
+
+/* In order, one batch: one ACK per batch, at most ack_stretch_segs
+ * segments per ACK, and the last one covers everything. */
+static void test_ack_per_batch(void **state)
+{
+	struct link *l = link_new(95, 1 << 20, 0);
+	struct utcp_info b0, b1;
+	uint32_t smss;
+
+	(void)state;
+	link_start(l);
+	handshake(l);
+	assert_int_equal(utcp_send(l->ep[0].c, 100, l->now), 0);	/* warm-up */
+	run(l, 100 * MS, NULL);
+	/* 20 segments in one batch: a single ACK, at the batch's end */
+	b0 = info(&l->ep[1]);
+	smss = send_burst(l, 20);
+	assert_int_equal(batch_feed(l, 1), 20);
+	b1 = info(&l->ep[1]);
+	assert_int_equal(b1.acks_out - b0.acks_out, 1);
+	assert_int_equal(l->ep[1].log[l->ep[1].nlog - 1].ack, b1.rcv_nxt);
+	assert_int_equal(b1.rcv_nxt - b0.rcv_nxt, 20 * smss);
+	/* no delayed-ACK timer left behind: nothing owed */
+	assert_int_equal(l->ep[1].c->t_delack, 0);
+	run(l, 100 * MS, NULL);
+	/* 70 segments: the bound (32) forces ACKs after 32 and 64, the end
+	 * of the batch one more */
+	b0 = info(&l->ep[1]);
+	send_burst(l, 70);
+	assert_int_equal(batch_feed(l, 1), 70);
+	b1 = info(&l->ep[1]);
+	assert_int_equal(b1.acks_out - b0.acks_out, 3);
+	assert_int_equal(l->ep[1].log[l->ep[1].nlog - 3].ack, b0.rcv_nxt + 32 * smss);
+	assert_int_equal(l->ep[1].log[l->ep[1].nlog - 2].ack, b0.rcv_nxt + 64 * smss);
+	assert_int_equal(l->ep[1].log[l->ep[1].nlog - 1].ack, b1.rcv_nxt);
+	run(l, 100 * MS, NULL);
+	/* outside a batch: every second segment, as before */
+	b0 = info(&l->ep[1]);
+	send_burst(l, 10);
+	run(l, 100 * MS, NULL);
+	b1 = info(&l->ep[1]);
+	assert_int_equal(b1.acks_out - b0.acks_out, 5);
+	/* a small receive buffer lowers the bound to a quarter of it */
+	link_free(l);
+	l = link_new(96, 1 << 20, 0);
+	l->ep[1].cfg.rcv_buf = 16 * 1460;
+	link_start(l);
+	handshake(l);
+	b0 = info(&l->ep[1]);
+	send_burst(l, 8);
+	assert_int_equal(batch_feed(l, 1), 8);
+	b1 = info(&l->ep[1]);
+	/* quarter of 16 segments = 4: ACKs after 4 and 8 */
+	assert_int_equal(b1.acks_out - b0.acks_out, 2);
+	assert_memory_equal(l->ep[1].rdata, l->ep[0].sdata, 8 * smss);
+	link_free(l);
+}
+
+/* Out of order inside a batch: the duplicate ACK leaves at once (RFC
+ * 5681 §4.2), for every out-of-order segment, not at the batch's end. */
+static void test_ack_batch_ooo_immediate(void **state)
+{
+	struct link *l = link_new(97, 1 << 20, 0);
+	struct utcp_info b0, b1;
+	uint32_t smss, hole;
+	size_t k;
+
+	(void)state;
+	link_start(l);
+	handshake(l);
+	assert_int_equal(utcp_send(l->ep[0].c, 100, l->now), 0);
+	run(l, 100 * MS, NULL);
+	b0 = info(&l->ep[1]);
+	smss = info(&l->ep[0]).smss;
+	hole = info(&l->ep[0]).snd_max + 2 * smss;	/* the third segment */
+	l->drop_seq[0] = hole;
+	l->drop_seq_on[0] = true;
+	l->ep[0].c->cwnd = 1000 * smss;
+	assert_int_equal(utcp_send(l->ep[0].c, 10 * smss, l->now), 0);
+	assert_int_equal(l->nq, 9);
+	k = l->ep[1].nlog;
+	assert_int_equal(batch_feed(l, 1), 9);
+	b1 = info(&l->ep[1]);
+	/* 2 in order (held), then 7 out of order: 7 immediate dup ACKs, each
+	 * for the hole and with a SACK block, nothing more at the end */
+	assert_int_equal(b1.ooo_segs - b0.ooo_segs, 7);
+	assert_int_equal(b1.acks_out - b0.acks_out, 7);
+	assert_int_equal(l->ep[1].nlog - k, 7);
+	for (size_t i = k; i < l->ep[1].nlog; i++) {
+		assert_int_equal(l->ep[1].log[i].ack, hole);
+		assert_true(l->ep[1].log[i].o.nsack >= 1);
+	}
+	/* recovery fills the hole: everything arrives */
+	run(l, 2000 * MS, NULL);
+	assert_int_equal(info(&l->ep[1]).rcv_delivered - b0.rcv_delivered, 10 * smss);
+	link_free(l);
+}
+
+/* RFC 3465 ABC: slow start grows by the bytes an ACK covers, at most
+ * 2 SMSS (1 SMSS in slow start after an RTO); congestion avoidance
+ * counts bytes, so stretch ACKs grow cwnd as per-segment ACKs do. */
+static void test_abc(void **state)
+{
+	struct utcp_cfg cfg = { .laddr = IP_A, .raddr = IP_B, .lport = 1, .rport = 2 };
+	struct link *l = link_new(98, 0, 0);
+
+	(void)state;
+	for (int k = 0; k < 2; k++) {
+		struct utcp_conn *c, *d;
+		uint64_t now = 1000 * MS;
+		uint32_t smss, w;
+
+		cfg.cc = k ? UTCP_CC_CUBIC : UTCP_CC_NEWRENO;
+		c = utcp_new(&cfg, &ops, &l->ep[0]);
+		d = utcp_new(&cfg, &ops, &l->ep[0]);
+		assert_non_null(c);
+		assert_non_null(d);
+		c->srtt = d->srtt = 100 * MS;
+		smss = utcp_smss(c);
+		w = c->cwnd;
+		/* slow start: an ACK of one segment: +1 SMSS; of half a
+		 * segment: + half; of 4 segments (stretch): +2 SMSS */
+		c->cc->on_ack(c, smss, now);
+		assert_int_equal(c->cwnd, w + smss);
+		c->cc->on_ack(c, smss / 2, now);
+		assert_int_equal(c->cwnd, w + smss + smss / 2);
+		c->cc->on_ack(c, 4 * smss, now);
+		assert_int_equal(c->cwnd, w + 3 * smss + smss / 2);
+		/* after an RTO: L = 1 SMSS */
+		c->rto_recovery = true;
+		w = c->cwnd;
+		c->cc->on_ack(c, 4 * smss, now);
+		assert_int_equal(c->cwnd, w + smss);
+		c->rto_recovery = false;
+		/* one window of slow start by 16-segment ACKs reaches at
+		 * least 1.5 x (ACK every 2 segments with L = 1 SMSS) */
+		w = c->cwnd = d->cwnd = 64 * smss;
+		for (int i = 0; i < 64 / 16; i++)
+			c->cc->on_ack(c, 16 * smss, now);
+		assert_int_equal(c->cwnd, w + 4 * 2 * smss);
+		/* congestion avoidance: bytes, not ACKs, count: 8 ACKs of 16
+		 * segments grow cwnd like 64 ACKs of 2 segments */
+		c->ssthresh = d->ssthresh = 64 * smss;
+		c->cwnd = d->cwnd = 64 * smss;
+		for (int r = 0; r < 20; r++) {
+			for (int i = 0; i < 8; i++)
+				c->cc->on_ack(c, 16 * smss, now + (uint64_t)i * 12 * MS);
+			for (int i = 0; i < 64; i++)
+				d->cc->on_ack(d, 2 * smss, now + (uint64_t)i * 1500000);
+			now += 100 * MS;
+		}
+		fprintf(stderr, "%s: CA after 20 RTTs: stretch ACKs %u, 2-segment ACKs %u segs\n",
+			k ? "cubic" : "newreno", c->cwnd / smss, d->cwnd / smss);
+		assert_true(c->cwnd > 64 * smss);
+		assert_true(c->cwnd + 2 * smss >= d->cwnd && d->cwnd + 2 * smss >= c->cwnd);
+		utcp_free(c);
+		utcp_free(d);
+	}
+	link_free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_handshake),
+		cmocka_unit_test(test_ack_per_batch),
+		cmocka_unit_test(test_ack_batch_ooo_immediate),
+		cmocka_unit_test(test_abc),
 		cmocka_unit_test(test_handshake_no_options),
 		cmocka_unit_test(test_simultaneous_open),
 		cmocka_unit_test(test_syn_loss),

@@ -281,6 +281,7 @@ struct xsk_port {
 	uint64_t tx_ref_bytes;		/* payload sent from the umem in place */
 	uint32_t tx_nfree;
 	bool tx_kick;			/* descriptors submitted, no sendto yet */
+	bool tx_kicking;		/* a thread is in xsk_port_flush's sendto loop */
 	bool tx_starved;		/* a @fill found no frame: resume later */
 
 	pthread_mutex_t tbl_lock;	/* @conns, @hash, @id_hint */
@@ -307,6 +308,8 @@ struct xsk_port {
 	uint64_t rx_frames, rx_bad, rx_nomatch, tx_frames, tx_drops;
 	uint64_t meta_ok, meta_bad;
 	uint64_t rx_app_frames;		/* of @rx_frames, taken by app threads */
+	uint64_t rx_batches;		/* non-empty RX ring batches */
+	uint64_t tx_kicks;		/* sendto() calls on the TX socket */
 	uint8_t *rx_buf;		/* multi-buffer reassembly (progress) */
 };
 
@@ -359,6 +362,9 @@ uint32_t xsk_port_rx_poll(struct xsk_port *p);
 void xsk_port_rx_arm(struct xsk_port *p);
 /** xsk_port_flush() - kick the kernel to send submitted TX descriptors. */
 void xsk_port_flush(struct xsk_port *p);
+/** xsk_port_flush_wait() - flush and wait (at most @max_ms) until the
+ *  kernel took every TX descriptor submitted before the call. */
+void xsk_port_flush_wait(struct xsk_port *p, unsigned int max_ms);
 /** xsk_port_timer() - make sure the port timer fires by @deadline (ns). */
 void xsk_port_timer(struct xsk_port *p, uint64_t deadline);
 /** xsk_port_queue_ev() - deliver @c's pending upcalls on the progress
@@ -450,6 +456,10 @@ struct xsk_conn {
 /** xsk_conn_new() - a connection on @p (not yet in the table). */
 struct xsk_conn *xsk_conn_new(struct xsk_port *p, uint32_t laddr, uint16_t lport,
 			      uint32_t raddr, uint16_t rport, bool passive);
+/** xsk_conn_input_end() - the RX batch that fed @c through
+ *  xsk_conn_input() is over: utcp sends the ACK it held (progress thread
+ *  or the app thread that took the batch; before xsk_conn_deliver()). */
+void xsk_conn_input_end(struct xsk_conn *c);
 /** xsk_conn_input() - one received IPv4 packet for @c (progress thread);
  *  @meta: its checked XDP record, or NULL. */
 void xsk_conn_input(struct xsk_conn *c, const uint8_t *ip, size_t len,

@@ -383,8 +383,17 @@ void xsk_conn_input(struct xsk_conn *c, const uint8_t *ip, size_t len,
 	if (meta)	/* before utcp: the engine may read the bytes at once */
 		xsk_fpdu_push(c, meta);
 	c->in_now = xiw_now_ns();
+	/* one ACK per RX batch: xsk_conn_input_end() sends it */
+	utcp_input_batch_begin(c->tcp);
 	if (utcp_input(c->tcp, ip, len, c->in_now) == -EBADMSG)
 		c->port->rx_bad++;
+	conn_unlock_noev(c);
+}
+
+void xsk_conn_input_end(struct xsk_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	utcp_input_batch_end(c->tcp, xiw_now_ns());
 	conn_unlock_noev(c);
 }
 
@@ -799,7 +808,7 @@ static void conn_log_stats(struct xsk_conn *c)
 	struct utcp_info i;
 
 	utcp_get_info(c->tcp, &i);
-	xiw_log(XIW_LOG_DEBUG, "xsk: conn %u %s: segs out %llu in %llu, retrans %llu (%llu bytes), rto %llu, fast recoveries %llu, tail loss probes %llu, lost retransmissions %llu, dupacks in %llu, ooo in %llu, tx without frame %llu, zero-copy sends %llu bytes, srtt %llu us, cwnd %u",
+	xiw_log(XIW_LOG_DEBUG, "xsk: conn %u %s: segs out %llu in %llu, retrans %llu (%llu bytes), rto %llu, fast recoveries %llu, tail loss probes %llu, lost retransmissions %llu, dupacks in %llu, ooo in %llu, tx without frame %llu, zero-copy sends %llu bytes, srtt %llu us, cwnd %u, sends held by rwnd %llu / cwnd %llu",
 		c->id, utcp_state_name(i.state), (unsigned long long)i.segs_out,
 		(unsigned long long)i.segs_in, (unsigned long long)i.segs_retrans,
 		(unsigned long long)i.bytes_retrans, (unsigned long long)i.rto_fired,
@@ -808,7 +817,9 @@ static void conn_log_stats(struct xsk_conn *c)
 		(unsigned long long)i.dupacks_in, (unsigned long long)i.ooo_segs,
 		(unsigned long long)c->tx_lost,
 		(unsigned long long)c->sq.ref_bytes,
-		(unsigned long long)(i.srtt_ns / 1000), i.cwnd);
+		(unsigned long long)(i.srtt_ns / 1000), i.cwnd,
+		(unsigned long long)i.out_rwnd_limited,
+		(unsigned long long)i.out_cwnd_limited);
 }
 
 /* Progress thread (or no thread): the owner lets go. */
@@ -976,14 +987,14 @@ static bool op_zc_outstanding(struct xiw_llp *l)
 
 /*
  * Failing with referenced buffers: RST, so nothing is ever framed from
- * them again; copy mode copied each frame in sendto() already (flushed
- * before we return), so every reference can go at once.
+ * them again; copy mode copies each frame in sendto(): wait until the
+ * kernel took every descriptor (another thread may be the one kicking),
+ * then every reference can go at once.
  */
 static int op_zc_quiesce(struct xiw_llp *l, unsigned int max_ms)
 {
 	struct xsk_conn *c = C(l);
 
-	(void)max_ms;
 	pthread_mutex_lock(&c->lock);
 	if (!xsk_sendq_zc_outstanding(&c->sq)) {
 		pthread_mutex_unlock(&c->lock);
@@ -994,6 +1005,7 @@ static int op_zc_quiesce(struct xiw_llp *l, unsigned int max_ms)
 		utcp_abort(c->tcp, xiw_now_ns());
 	xsk_sendq_release_all(&c->sq);
 	conn_unlock(c);
+	xsk_port_flush_wait(c->port, max_ms ? max_ms : 1000);
 	return 0;
 }
 

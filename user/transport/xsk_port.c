@@ -21,8 +21,10 @@
  *
  * Transmit (any thread, port->tx_lock): a segment is copied into one or
  * more TX frames (multi-buffer, XDP_PKT_CONTD) on queue 0's socket; a
- * sendto() per batch makes copy mode transmit. Completed frames return
- * through the completion ring.
+ * sendto() per batch makes copy mode transmit (one thread kicks at a
+ * time, without tx_lock: xsk_port_flush). Completed frames return
+ * through the completion ring. The frames of one RX batch go to utcp as
+ * an input batch: one ACK per connection at its end (xsk_conn_input_end).
  *
  * Timers: one timerfd per port at the earliest utcp deadline of its
  * connections; any thread may pull it earlier (xsk_port_timer).
@@ -318,6 +320,9 @@ static void xsk_linger(void)
 				(unsigned long long)st.rx_fill_ring_empty_descs,
 				(unsigned long long)st.rx_invalid_descs,
 				(unsigned long long)st.tx_invalid_descs);
+		xiw_log(XIW_LOG_DEBUG, "xsk: %s: rx batches %llu, tx kicks (sendto) %llu",
+			p->ifname, (unsigned long long)p->rx_batches,
+			(unsigned long long)p->tx_kicks);
 		xiw_log(XIW_LOG_DEBUG, "xsk: %s: rx frames %llu (by app threads %llu, bad %llu, no connection %llu), tx frames %llu, payload sent in place from the umem %llu bytes, tx without frame %llu, metadata records ok %llu bad %llu",
 			p->ifname, (unsigned long long)p->rx_frames,
 			(unsigned long long)p->rx_app_frames,
@@ -707,33 +712,84 @@ int xsk_port_xmit(struct xsk_port *p, const uint8_t *eth, const uint8_t *hdr,
  * Copy mode transmits inside sendto(), at most 32 descriptors per call
  * (-EAGAIN: more left); keep kicking while descriptors wait, reclaiming
  * completions in between (a full completion ring also says -EAGAIN).
+ *
+ * One thread kicks at a time and tx_lock is not held across sendto():
+ * the kernel's copy-mode transmit (skb, veth, the peer's XDP, the copy
+ * into its umem) is most of a sender's CPU time, and other threads keep
+ * framing segments into the TX ring meanwhile. A flush that finds a
+ * kicker at work leaves its descriptors to it (the kicker loops until
+ * the ring is empty, tx_kick tells it more came).
  */
 void xsk_port_flush(struct xsk_port *p)
 {
 	struct xsk_sock *s = &p->q[0];
+	bool left;
 
 	pthread_mutex_lock(&p->tx_lock);
-	if (!p->tx_kick) {
+	if (!p->tx_kick || p->tx_kicking) {
 		pthread_mutex_unlock(&p->tx_lock);
 		return;
 	}
-	p->tx_kick = false;
-	for (int tries = 0; tries < 256; tries++) {
-		uint32_t cons = __atomic_load_n(s->tx.consumer, __ATOMIC_ACQUIRE);
+	p->tx_kicking = true;
+	for (int tries = 0; p->tx_kick && tries < 256;) {
+		p->tx_kick = false;
+		for (; tries < 256; tries++) {
+			uint32_t cons = __atomic_load_n(s->tx.consumer, __ATOMIC_ACQUIRE);
+			int err = 0;
 
-		if (cons == *s->tx.producer)
-			break;
-		if (sendto(s->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
-		    errno != EAGAIN && errno != EBUSY && errno != ENOBUFS &&
-		    errno != EINTR) {
-			xiw_log(XIW_LOG_WARN, "xsk: %s: sendto: %s", p->ifname,
-				strerror(errno));
-			break;
+			if (cons == *s->tx.producer)
+				break;
+			p->tx_kicks++;
+			pthread_mutex_unlock(&p->tx_lock);
+			if (sendto(s->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0)
+				err = errno;
+			pthread_mutex_lock(&p->tx_lock);
+			if (err && err != EAGAIN && err != EBUSY && err != ENOBUFS &&
+			    err != EINTR) {
+				xiw_log(XIW_LOG_WARN, "xsk: %s: sendto: %s", p->ifname,
+					strerror(err));
+				tries = 256;
+				break;
+			}
+			tx_reclaim(p);
 		}
-		tx_reclaim(p);
 	}
 	tx_reclaim(p);
+	p->tx_kicking = false;
+	/* gave up with descriptors waiting: the next flush (or the timer,
+	 * see port_tmr_event) kicks them */
+	left = __atomic_load_n(s->tx.consumer, __ATOMIC_ACQUIRE) != *s->tx.producer;
+	if (left)
+		p->tx_kick = true;
 	pthread_mutex_unlock(&p->tx_lock);
+	if (left)
+		xsk_port_timer(p, xiw_now_ns() + 1000000);
+}
+
+/**
+ * xsk_port_flush_wait() - flush, then wait (at most @max_ms) until the
+ * kernel took every descriptor submitted so far, whichever thread kicks:
+ * in copy mode their payload has then been copied.
+ */
+void xsk_port_flush_wait(struct xsk_port *p, unsigned int max_ms)
+{
+	struct xsk_sock *s = &p->q[0];
+	uint64_t end = xiw_now_ns() + (uint64_t)max_ms * 1000000ull;
+	uint32_t want;
+
+	pthread_mutex_lock(&p->tx_lock);
+	want = *s->tx.producer;
+	pthread_mutex_unlock(&p->tx_lock);
+	for (;;) {
+		xsk_port_flush(p);
+		if ((int32_t)(__atomic_load_n(s->tx.consumer, __ATOMIC_ACQUIRE) - want) >= 0 ||
+		    xiw_now_ns() > end)
+			return;
+		pthread_mutex_lock(&p->tx_lock);
+		p->tx_kick = true;	/* kick again if nobody is */
+		pthread_mutex_unlock(&p->tx_lock);
+		sched_yield();
+	}
 }
 
 /* ------------------------------------------------------------ timers --- */
@@ -980,6 +1036,7 @@ static void rx_frame(struct xsk_port *p, const uint8_t *f, uint32_t len,
 		touched[(*nt)++] = c;
 		return;
 	}
+	xsk_conn_input_end(c);
 	xsk_conn_deliver(c);
 	xsk_conn_put(c);
 }
@@ -1007,6 +1064,8 @@ static uint32_t rx_batch(struct xsk_port *p, struct xsk_sock *s)
 
 	if (n > RX_BATCH)
 		n = RX_BATCH;
+	if (n)
+		p->rx_batches++;
 	while (done < n) {
 		uint32_t first = done, tot = 0, head = 0;
 		const uint8_t *f = NULL;
@@ -1053,6 +1112,9 @@ static uint32_t rx_batch(struct xsk_port *p, struct xsk_sock *s)
 			       sizeof(((struct xiw_xdp_meta *)0)->magic));
 	}
 	rx_recycle(s, pos, done);
+	/* the ACKs the batch held (one per connection), then upcalls */
+	for (int i = 0; i < nt; i++)
+		xsk_conn_input_end(touched[i]);
 	for (int i = 0; i < nt; i++) {
 		xsk_conn_deliver(touched[i]);
 		xsk_conn_put(touched[i]);

@@ -29,6 +29,8 @@ void utcp_cfg_init(struct utcp_cfg *cfg)
 		cfg->delack_ns = 40 * NS_PER_MS;
 	if (!cfg->delack_segs)
 		cfg->delack_segs = 2;
+	if (!cfg->ack_stretch_segs)
+		cfg->ack_stretch_segs = 32;
 	if (!cfg->msl_ns)
 		cfg->msl_ns = 30000 * NS_PER_MS;
 	if (!cfg->reasm_max_segs)	/* a whole window of small segments */
@@ -230,6 +232,21 @@ void utcp_ack_now(struct utcp_conn *c, uint64_t now)
 	if (c->state < UTCP_ESTABLISHED || c->state == UTCP_TIME_WAIT)
 		return;
 	if (c->t_delack || c->segs_unacked || c->ack_now)
+		utcp_send_ack(c, now);
+}
+
+void utcp_input_batch_begin(struct utcp_conn *c)
+{
+	c->in_batch = true;
+}
+
+void utcp_input_batch_end(struct utcp_conn *c, uint64_t now)
+{
+	bool owed = c->ack_held;
+
+	c->in_batch = false;
+	c->ack_held = false;
+	if (owed && c->state >= UTCP_ESTABLISHED && c->state != UTCP_TIME_WAIT)
 		utcp_send_ack(c, now);
 }
 

@@ -149,6 +149,10 @@ struct utcp_ops {
  * @delack_ns:     delayed ACK timeout (default 40 ms; 0 = default; use
  *                 @delack_segs = 1 to ACK every segment).
  * @delack_segs:   ACK at least every this many full-sized segments (2).
+ * @ack_stretch_segs: inside an input batch (utcp_input_batch_begin/end)
+ *                 the every-@delack_segs ACK waits for the batch's end,
+ *                 but at most this many full-sized segments (default 32;
+ *                 never more than a quarter of the receive buffer).
  * @msl_ns:        maximum segment lifetime; TIME_WAIT lasts 2 * @msl_ns
  *                 (default 30 s).
  * @cc:            congestion control (default CUBIC).
@@ -180,6 +184,7 @@ struct utcp_cfg {
 	unsigned int max_retries, syn_retries;
 	uint64_t delack_ns;
 	unsigned int delack_segs;
+	unsigned int ack_stretch_segs;
 	uint64_t msl_ns;
 	enum utcp_cc_algo cc;
 	uint32_t ts_offset;
@@ -215,6 +220,9 @@ struct utcp_info {
 	uint64_t tlp_sent;		/* tail loss probes (RFC 8985 §7) */
 	uint64_t lost_rtx;		/* retransmissions found lost by SACK */
 	uint64_t bytes_sacked;		/* octets the peer newly SACKed */
+	/* utcp_output() passes that left new data unsent because of: */
+	uint64_t out_rwnd_limited;	/* the peer's receive window */
+	uint64_t out_cwnd_limited;	/* the congestion window */
 	unsigned int sack_blocks;	/* scoreboard ranges */
 };
 
@@ -279,6 +287,21 @@ void utcp_abort(struct utcp_conn *c, uint64_t now);
  * connection's 4-tuple).
  */
 int utcp_input(struct utcp_conn *c, const uint8_t *pkt, size_t len, uint64_t now);
+/**
+ * utcp_input_batch_begin() - the owner is about to feed several segments
+ * that arrived together (one RX ring batch). Until utcp_input_batch_end()
+ * the ACK that in-order full-sized segments owe every @delack_segs
+ * segments is held (at most @ack_stretch_segs segments); every other ACK
+ * (out-of-order, duplicate, hole filled, FIN, window probe) still leaves
+ * at once. Idempotent.
+ */
+void utcp_input_batch_begin(struct utcp_conn *c);
+/**
+ * utcp_input_batch_end() - the batch is over: send the ACK it held, if
+ * one is still owed (one ACK for the whole batch). Segments short of
+ * @delack_segs keep the delayed-ACK timer as outside a batch.
+ */
+void utcp_input_batch_end(struct utcp_conn *c, uint64_t now);
 
 /** utcp_tick() - run the timers due at @now (RTO, delayed ACK, persist,
  *  TIME_WAIT). */

@@ -42,7 +42,7 @@ static void cubic_on_ack(struct utcp_conn *c, uint32_t acked, uint64_t now)
 	double cw, t, rtt, target, segs, wc;
 
 	if (c->cwnd < c->ssthresh) {
-		c->cwnd += acked < smss ? acked : smss;
+		c->cwnd += utcp_ss_incr(c, acked, smss);	/* RFC 3465 ABC */
 		return;
 	}
 	cw = (double)c->cwnd / smss;

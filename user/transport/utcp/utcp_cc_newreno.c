@@ -27,7 +27,7 @@ static void nr_on_ack(struct utcp_conn *c, uint32_t acked, uint64_t now)
 
 	(void)now;
 	if (c->cwnd < c->ssthresh) {		/* slow start, RFC 5681 (2) */
-		c->cwnd += acked < smss ? acked : smss;
+		c->cwnd += utcp_ss_incr(c, acked, smss);	/* RFC 3465 ABC */
 		return;
 	}
 	c->bytes_acked += acked;		/* CA, RFC 5681 §3.1 byte counting */

@@ -192,6 +192,30 @@ static void fin_arrived(struct utcp_conn *c, uint64_t now)
 	}
 }
 
+/*
+ * The most full-sized in-order segments one ACK may cover inside an input
+ * batch (utcp_input_batch_begin/end). RFC 9293 §3.8.6.3 / RFC 5681 §4.2
+ * say an ACK SHOULD be sent for at least every second full-sized segment;
+ * here the segments of one RX ring batch arrived together (a few us
+ * apart, like one GRO/LRO aggregate, RFC 5681 §4.2's "stretch ACK" case),
+ * so the ACK for them carries the same information one batch later, and
+ * the sender counts the bytes it covers (RFC 3465 Appropriate Byte
+ * Counting in utcp_cc_*.c) so cwnd grows as with one ACK per two
+ * segments. Bounded by @ack_stretch_segs and a quarter of the receive
+ * buffer so the sender's ACK clock never waits for more than a fraction
+ * of the window. Out-of-order and duplicate segments, filled holes and
+ * FINs are not held (ack_now: RFC 5681 §4.2 / §3.2 immediate dup ACK).
+ */
+static unsigned int ack_stretch_max(const struct utcp_conn *c)
+{
+	unsigned int q = c->cfg.rcv_buf / 4 / utcp_smss(c);
+	unsigned int m = c->cfg.ack_stretch_segs;
+
+	if (q < m)
+		m = q;
+	return m > c->cfg.delack_segs ? m : c->cfg.delack_segs;
+}
+
 /* Segment text and FIN (RFC 9293 §3.10.7.4 seventh, eighth). */
 static void process_data(struct utcp_conn *c, const struct utcp_seg *seg, uint64_t now)
 {
@@ -251,9 +275,14 @@ static void process_data(struct utcp_conn *c, const struct utcp_seg *seg, uint64
 		return;
 	}
 	if (len >= utcp_smss(c)) {
-		if (++c->segs_unacked >= c->cfg.delack_segs)
-			c->ack_now = true;
+		if (++c->segs_unacked >= c->cfg.delack_segs) {
+			if (c->in_batch && c->segs_unacked < ack_stretch_max(c))
+				c->ack_held = true;	/* sent at the batch's end */
+			else
+				c->ack_now = true;
+		}
 	}
+	/* also when held: the timer is the safety net of a batch */
 	if (!c->ack_now && !c->t_delack)
 		c->t_delack = now + c->cfg.delack_ns;
 }

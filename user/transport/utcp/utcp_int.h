@@ -125,6 +125,8 @@ struct utcp_conn {
 	/* ACK generation */
 	unsigned int segs_unacked;	/* full segments not yet ACKed */
 	bool ack_now;
+	bool in_batch;		/* utcp_input_batch_begin() ... _end() */
+	bool ack_held;		/* an ACK the batch holds (sent at its end) */
 	uint32_t rx_staged;	/* payload of the segment being input that
 				 * @stage holds (0: none) */
 
@@ -150,6 +152,23 @@ struct utcp_conn {
 	struct utcp_info st;	/* counters live here */
 	bool closed_reported;
 };
+
+/*
+ * Slow-start increase for an ACK that covers @acked new bytes: RFC 3465
+ * (Appropriate Byte Counting) §2.2 with L = 2*SMSS, so an ACK that
+ * covers several segments (stretch ACKs of a receiver that ACKs once per
+ * RX batch, or a lost ACK) grows cwnd by more than one SMSS while one
+ * ACK per segment grows it exactly as RFC 5681 (2) does. In slow start
+ * after an RTO, L = 1*SMSS (RFC 3465 §2.3: the ACKs then may cover
+ * segments that left the network long ago).
+ */
+static inline uint32_t utcp_ss_incr(const struct utcp_conn *c, uint32_t acked,
+				    uint32_t smss)
+{
+	uint32_t l = c->rto_recovery ? smss : 2 * smss;
+
+	return acked < l ? acked : l;
+}
 
 /* utcp.c */
 void utcp_set_state(struct utcp_conn *c, enum utcp_state s);

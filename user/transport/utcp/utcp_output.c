@@ -88,6 +88,7 @@ static void send_raw(struct utcp_conn *c, uint32_t seq, uint8_t flags,
 		if (seq_gt(edge, c->rcv_adv))
 			c->rcv_adv = edge;
 		c->ack_now = false;
+		c->ack_held = false;
 		c->segs_unacked = 0;
 		c->t_delack = 0;
 		c->last_ack_sent = c->rcv_nxt;
@@ -339,13 +340,23 @@ void utcp_output(struct utcp_conn *c, uint64_t now)
 			if (len > room_w)
 				len = room_w;
 			if (avail) {
-				if (!len)
+				if (!len) {
+					if (room_w < smss && room_w <= room_c)
+						c->st.out_rwnd_limited++;
+					else
+						c->st.out_cwnd_limited++;
 					break;
+				}
 				/* sender SWS avoidance (RFC 9293 §3.8.6.2.1):
 				 * a short segment only if it is all we have or
 				 * nothing is in flight */
-				if (len < smss && len < avail && flight)
+				if (len < smss && len < avail && flight) {
+					if (room_w <= room_c)
+						c->st.out_rwnd_limited++;
+					else
+						c->st.out_cwnd_limited++;
 					break;
+				}
 			} else if (!room_c && flight) {
 				break;
 			}
