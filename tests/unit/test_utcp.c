@@ -1424,21 +1424,31 @@ static void test_foreign_and_bad(void **state)
 	link_free(l);
 }
 
+/*
+ * A connected link after a warm-up segment: the first ACK after the
+ * handshake also opens the window beyond the 64 KiB a SYN can announce
+ * (immediate update), so the tests start from the full window.
+ */
+static struct link *link_warm(uint64_t seed, size_t sbytes_a)
+{
+	struct link *l = link_new(seed, sbytes_a, 0);
+
+	link_start(l);
+	handshake(l);
+	assert_int_equal(utcp_send(l->ep[0].c, 100, l->now), 0);
+	run(l, 100 * MS, NULL);
+	return l;
+}
+
 /* -------------------------------------------------------- delayed ACK */
 
 static void test_delayed_ack(void **state)
 {
-	struct link *l = link_new(80, 100000, 0);
+	struct link *l = link_warm(80, 100000);
 	struct utcp_info b0, b1;
 	size_t k;
 
 	(void)state;
-	link_start(l);
-	handshake(l);
-	/* warm-up: the first ACK after the handshake also opens the window
-	 * beyond the 64 KiB a SYN can announce (immediate update) */
-	assert_int_equal(utcp_send(l->ep[0].c, 100, l->now), 0);
-	run(l, 100 * MS, NULL);
 	b0 = info(&l->ep[1]);
 	assert_int_equal(b0.rcv_wnd, 256 * 1024);
 	/* one small segment: ACKed after exactly the 40 ms delay */
@@ -1661,15 +1671,11 @@ static uint32_t send_burst(struct link *l, uint32_t n)
  * segments per ACK, and the last one covers everything. */
 static void test_ack_per_batch(void **state)
 {
-	struct link *l = link_new(95, 1 << 20, 0);
+	struct link *l = link_warm(95, 1 << 20);
 	struct utcp_info b0, b1;
 	uint32_t smss;
 
 	(void)state;
-	link_start(l);
-	handshake(l);
-	assert_int_equal(utcp_send(l->ep[0].c, 100, l->now), 0);	/* warm-up */
-	run(l, 100 * MS, NULL);
 	/* 20 segments in one batch: a single ACK, at the batch's end */
 	b0 = info(&l->ep[1]);
 	smss = send_burst(l, 20);
@@ -1718,16 +1724,12 @@ static void test_ack_per_batch(void **state)
  * 5681 §4.2), for every out-of-order segment, not at the batch's end. */
 static void test_ack_batch_ooo_immediate(void **state)
 {
-	struct link *l = link_new(97, 1 << 20, 0);
+	struct link *l = link_warm(97, 1 << 20);
 	struct utcp_info b0, b1;
 	uint32_t smss, hole;
 	size_t k;
 
 	(void)state;
-	link_start(l);
-	handshake(l);
-	assert_int_equal(utcp_send(l->ep[0].c, 100, l->now), 0);
-	run(l, 100 * MS, NULL);
 	b0 = info(&l->ep[1]);
 	smss = info(&l->ep[0]).smss;
 	hole = info(&l->ep[0]).snd_max + 2 * smss;	/* the third segment */
