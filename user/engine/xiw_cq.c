@@ -183,14 +183,6 @@ void xiw_cq_qp_del(struct xiw_cq *cq, struct xiw_qp *qp)
 
 static int cq_rx_mode = -1;	/* XIW_POLL_RX: 0 off, 1 on (default) */
 
-/*
- * The CQ is empty: receive for its QPs in this thread (xiw_rx_poll), and
- * in ack mode check for their ACKs, rather than wait for the progress
- * thread to wake up. Round-robin over a few QPs
- * per call so a CQ shared by many QPs keeps poll_cq short; one poller at a
- * time (trylock), the others just see the CQ as it is.
- * Return: true if anything was received.
- */
 /* XIW_POLL_RX: may pollers receive for their CQ's QPs? */
 static bool cq_rx_on(void)
 {
@@ -205,6 +197,14 @@ static bool cq_rx_on(void)
 	return mode;
 }
 
+/*
+ * The CQ is empty: receive for its QPs in this thread (xiw_rx_poll), and
+ * in ack mode check for their ACKs, rather than wait for the progress
+ * thread to wake up. Round-robin over a few QPs
+ * per call so a CQ shared by many QPs keeps poll_cq short; one poller at a
+ * time (trylock), the others just see the CQ as it is.
+ * Return: true if anything was received.
+ */
 static bool cq_rx_progress(struct xiw_cq *cq)
 {
 	struct xiw_qp *qp;
@@ -339,11 +339,6 @@ void xiw_cq_credit_kick(struct xiw_cq *cq)
 	pthread_mutex_unlock(&cq->qps_lock);
 }
 
-/**
- * xiw_cq_poll() - take up to @n completions, oldest first. Slots freed
- * while a WR or flush waits for one resume the waiters (seed 002).
- * Return: number of WCs written to @wc (0..n).
- */
 /*
  * The poll linger. A ping-pong whose app waits for the answer on memory
  * (perftest's ib_write_lat: post a WRITE, poll its send CQE, then spin on
@@ -358,8 +353,9 @@ void xiw_cq_credit_kick(struct xiw_cq *cq)
  * app looks for it, by the thread that waits. XIW_POLL_RX=0 turns it off
  * with the pollers' other receiving. Only on CQs of at most
  * XIW_LINGER_MAX_QPS QPs: a CQ of 256 streaming QPs would scan them for
- * each poll that returns a WRITE's CQE, and it is no ping-pong. SEND ping-pongs need none of this:
- * their apps poll the receive CQ, and that poll receives.
+ * each poll that returns a WRITE's CQE, and it is no ping-pong. SEND
+ * ping-pongs need none of this: their apps poll the receive CQ, and that
+ * poll receives.
  */
 #define XIW_PP_STREAK 4		/* the streak a first linger needs */
 #define XIW_PP_STREAK_MAX 128	/* ... after lingers that did not pay */
@@ -482,6 +478,11 @@ static void cq_linger(struct xiw_cq *cq, const struct ibv_wc *wc, int n)
 	}
 }
 
+/**
+ * xiw_cq_poll() - take up to @n completions, oldest first. Slots freed
+ * while a WR or flush waits for one resume the waiters (seed 002).
+ * Return: number of WCs written to @wc (0..n).
+ */
 int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc)
 {
 	bool kick = false;
