@@ -286,26 +286,6 @@ void xiw_tx_uncork(struct xiw_qp *qp)
 	tx_kick(qp, false, false);
 }
 
-/**
- * xiw_post_send() - post a chain of send WRs; frames and sends directly in
- * the caller's thread when the stream has send space and no other thread
- * is sending for the QP (then that thread, the datamover or the progress
- * thread sends them). Never blocks: it waits neither for the peer nor for
- * another thread's sendmsg. Small WRs posted right behind the QP's last
- * send, with nothing received since, are held (corked, xiw_txcork.c)
- * until the next CQ poll, notify or event wait, an uncorked post, or the
- * backstop, so a burst of single-WR posts costs one sendmsg.
- * Supported: SEND (SOLICITED -> SEND_SE), SEND_WITH_INV, RDMA_WRITE,
- * RDMA_READ, RDMA_WRITE_WITH_IMM and SEND_WITH_IMM (each followed by an
- * RFC 7306 Immediate Data message); INLINE copies the data now (<= max_inline_data). A signalled
- * WR starts only once a CQE slot of the send CQ is reserved for it (seed
- * 002): with the CQ full it waits in the SQ, so the SQ fills and posting
- * returns -ENOMEM; the CQ itself never overflows.
- * Return: 0, or -errno with *bad the first WR not posted: -ENOMEM SQ full,
- * -EINVAL bad opcode (atomics, MW binds), num_sge, lkey, inline length, or
- * QP not in RTS or ERROR. In ERROR the WRs complete at once with
- * IBV_WC_WR_FLUSH_ERR, as verbs providers do.
- */
 /*
  * A WRITE ping-pong: each of the last few posts was one RDMA WRITE, and
  * the peer spoke (rx_reads moved) between it and the post before. The
@@ -328,6 +308,26 @@ static void pp_note_post(struct xiw_qp *qp, const struct ibv_send_wr *wr)
 	__atomic_store_n(&qp->pp_rx_mark, r, __ATOMIC_RELAXED);
 }
 
+/**
+ * xiw_post_send() - post a chain of send WRs; frames and sends directly in
+ * the caller's thread when the stream has send space and no other thread
+ * is sending for the QP (then that thread, the datamover or the progress
+ * thread sends them). Never blocks: it waits neither for the peer nor for
+ * another thread's sendmsg. Small WRs posted right behind the QP's last
+ * send, with nothing received since, are held (corked, xiw_txcork.c)
+ * until the next CQ poll, notify or event wait, an uncorked post, or the
+ * backstop, so a burst of single-WR posts costs one sendmsg.
+ * Supported: SEND (SOLICITED -> SEND_SE), SEND_WITH_INV, RDMA_WRITE,
+ * RDMA_READ, RDMA_WRITE_WITH_IMM and SEND_WITH_IMM (each followed by an
+ * RFC 7306 Immediate Data message); INLINE copies the data now (<= max_inline_data). A signalled
+ * WR starts only once a CQE slot of the send CQ is reserved for it (seed
+ * 002): with the CQ full it waits in the SQ, so the SQ fills and posting
+ * returns -ENOMEM; the CQ itself never overflows.
+ * Return: 0, or -errno with *bad the first WR not posted: -ENOMEM SQ full,
+ * -EINVAL bad opcode (atomics, MW binds), num_sge, lkey, inline length, or
+ * QP not in RTS or ERROR. In ERROR the WRs complete at once with
+ * IBV_WC_WR_FLUSH_ERR, as verbs providers do.
+ */
 int xiw_post_send(struct xiw_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad)
 {
