@@ -382,21 +382,6 @@ uint64_t xiw_cq_linger_misses(void)
 	return __atomic_load_n(&linger_misses, __ATOMIC_RELAXED);
 }
 
-static struct xiw_qp *cq_qp_by_num(struct xiw_cq *cq, uint32_t qpn)
-{
-	struct xiw_qp *qp = NULL;
-
-	if (pthread_mutex_trylock(&cq->qps_lock))
-		return NULL;
-	for (uint32_t i = 0; i < cq->nqps && !qp; i++)
-		if (cq->qps[i]->ibv.qp_num == qpn)
-			qp = cq->qps[i];
-	if (qp)
-		xiw_qp_ref(qp);
-	pthread_mutex_unlock(&cq->qps_lock);
-	return qp;
-}
-
 /* The streak @qp needs before its pollers linger (see pp_need). */
 static unsigned int pp_need(const struct xiw_qp *qp)
 {
@@ -412,6 +397,27 @@ static void pp_need_set(struct xiw_qp *qp, unsigned int need)
 	if (need > XIW_PP_STREAK_MAX)
 		need = XIW_PP_STREAK_MAX;
 	__atomic_store_n(&qp->pp_need, (uint8_t)need, __ATOMIC_RELAXED);
+}
+
+/*
+ * The QP of @qpn on @cq if it is in a WRITE ping-pong (pinned), else
+ * NULL: a stream's polls cost the scan, not a reference.
+ */
+static struct xiw_qp *cq_pp_qp(struct xiw_cq *cq, uint32_t qpn)
+{
+	struct xiw_qp *qp = NULL;
+
+	if (pthread_mutex_trylock(&cq->qps_lock))
+		return NULL;
+	for (uint32_t i = 0; i < cq->nqps && !qp; i++)
+		if (cq->qps[i]->ibv.qp_num == qpn)
+			qp = cq->qps[i];
+	if (qp && __atomic_load_n(&qp->pp_streak, __ATOMIC_RELAXED) >= pp_need(qp))
+		xiw_qp_ref(qp);
+	else
+		qp = NULL;
+	pthread_mutex_unlock(&cq->qps_lock);
+	return qp;
 }
 
 static bool cq_has_cqes(struct xiw_cq *cq)
@@ -466,12 +472,10 @@ static void cq_linger(struct xiw_cq *cq, const struct ibv_wc *wc, int n)
 		if (wc[i].status != IBV_WC_SUCCESS ||
 		    wc[i].opcode != IBV_WC_RDMA_WRITE)
 			continue;
-		qp = cq_qp_by_num(cq, wc[i].qp_num);
+		qp = cq_pp_qp(cq, wc[i].qp_num);
 		if (!qp)
 			return;
-		if (__atomic_load_n(&qp->pp_streak, __ATOMIC_RELAXED) >=
-			    pp_need(qp) &&
-		    atomic_load(&qp->state) == IBV_QPS_RTS)
+		if (atomic_load(&qp->state) == IBV_QPS_RTS)
 			qp_linger(cq, qp, (uint64_t)linger_us * 1000u);
 		xiw_qp_unref(qp);
 		return;
