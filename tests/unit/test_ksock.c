@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <cmocka.h>
 #include "xiwarp/xiwarp.h"
 #include "xiw_conn.h"
@@ -134,6 +136,60 @@ static void test_echo(void **state)
 	/* re-listen on the same port right away */
 	assert_int_equal(xiw_ksock_listen((struct sockaddr *)&bound, 8, on_accept,
 					  &srv, &ls, NULL), 0);
+	xiw_ksock_listener_close(ls);
+}
+
+static int sock_lowat(struct xiw_llp *l)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+
+	assert_int_equal(getsockopt(xiw_ksock_fd((struct xiw_ksock *)l),
+				    IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, &len), 0);
+	return v;
+}
+
+/*
+ * TCP_NOTSENT_LOWAT (issue 11, many QPs): both the connecting and the
+ * accepted socket carry the default, and the knob's parser takes bytes,
+ * 0 (the kernel's), and falls back to the default on anything else.
+ */
+static void test_notsent_lowat(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct sockaddr_storage bound;
+	struct xiw_ksock_listener *ls;
+	struct iovec iov = { "x", 1 };
+
+	(void)state;
+	assert_int_equal(xiw_ksock_lowat_parse(NULL), XIW_NOTSENT_LOWAT_DEFAULT);
+	assert_int_equal(xiw_ksock_lowat_parse(""), XIW_NOTSENT_LOWAT_DEFAULT);
+	assert_int_equal(xiw_ksock_lowat_parse("0"), 0);
+	assert_int_equal(xiw_ksock_lowat_parse("65536"), 65536);
+	assert_int_equal(xiw_ksock_lowat_parse("64k"), XIW_NOTSENT_LOWAT_DEFAULT);
+	assert_int_equal(xiw_ksock_lowat_parse("-1"), XIW_NOTSENT_LOWAT_DEFAULT);
+	assert_int_equal(xiw_ksock_lowat_parse("99999999999"),
+			 XIW_NOTSENT_LOWAT_DEFAULT);
+	assert_int_equal(xiw_ksock_notsent_lowat(), XIW_NOTSENT_LOWAT_DEFAULT);
+
+	side_init(&srv);
+	side_init(&cli);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(xiw_ksock_listen((struct sockaddr *)&a, 8, on_accept,
+					  &srv, &ls, &bound), 0);
+	assert_int_equal(xiw_ksock_connect(NULL, (struct sockaddr *)&bound,
+					   &cbs, &cli, &cli.l), 0);
+	wait_for(&cli, &cli.connected);
+	assert_int_equal(sock_lowat(cli.l), XIW_NOTSENT_LOWAT_DEFAULT);
+	/* a byte through: the accepted side exists (its upcall took srv.lock) */
+	assert_int_equal(xiw_llp_send(cli.l, &iov, 1, false), 1);
+	pthread_mutex_lock(&srv.lock);
+	while (srv.got < 1)
+		pthread_cond_wait(&srv.cond, &srv.lock);
+	pthread_mutex_unlock(&srv.lock);
+	assert_int_equal(sock_lowat(srv.l), XIW_NOTSENT_LOWAT_DEFAULT);
+	xiw_llp_close(cli.l);
+	xiw_llp_close(srv.l);
 	xiw_ksock_listener_close(ls);
 }
 
@@ -309,6 +365,7 @@ int main(void)
 		cmocka_unit_test(test_run_sync),
 		cmocka_unit_test(test_echo),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_notsent_lowat),
 		cmocka_unit_test(test_close_unread_is_fin),
 		cmocka_unit_test(test_close_lingers_after_rx),
 		cmocka_unit_test(test_close_linger_ends_on_peer_fin),
