@@ -149,17 +149,62 @@ static int sock_lowat(struct xiw_llp *l)
 	return v;
 }
 
+/* accepted connections of test_notsent_lowat */
+static struct {
+	pthread_mutex_t lock;
+	struct xiw_llp *l[2 * XIW_LOWAT_MIN_CONNS];
+	int n;
+} acc = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void on_accept_many(void *arg, struct xiw_llp *l)
+{
+	(void)arg;
+	pthread_mutex_lock(&acc.lock);
+	acc.l[acc.n++] = l;
+	pthread_mutex_unlock(&acc.lock);
+}
+
+static int accepted(void)
+{
+	int n;
+
+	pthread_mutex_lock(&acc.lock);
+	n = acc.n;
+	pthread_mutex_unlock(&acc.lock);
+	return n;
+}
+
+static void on_nothing(void *arg) { (void)arg; }
+static void on_closed_nothing(void *arg, int err) { (void)arg; (void)err; }
+static const struct xiw_llp_cb cbs_quiet = { on_nothing, on_nothing,
+					     on_closed_nothing };
+
+/* every open connection (both ends) carries @want */
+static void all_lowat(struct xiw_llp **cl, int ncl, int want)
+{
+	for (int i = 0; i < ncl; i++)
+		assert_int_equal(sock_lowat(cl[i]), want);
+	pthread_mutex_lock(&acc.lock);
+	for (int i = 0; i < acc.n; i++)
+		if (acc.l[i])
+			assert_int_equal(sock_lowat(acc.l[i]), want);
+	pthread_mutex_unlock(&acc.lock);
+}
+
 /*
- * TCP_NOTSENT_LOWAT (issue 11, many QPs): both the connecting and the
- * accepted socket carry the default, and the knob's parser takes bytes,
- * 0 (the kernel's), and falls back to the default on anything else.
+ * TCP_NOTSENT_LOWAT (issue 11, many QPs): the knob's parser takes bytes
+ * and 0 (never), and falls back to the default on anything else; with
+ * fewer than XIW_LOWAT_MIN_CONNS open connections no socket carries it,
+ * from that many on all of them (both ends: connected and accepted),
+ * and once one closes below the threshold none does again.
  */
 static void test_notsent_lowat(void **state)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct xiw_llp *cl[XIW_LOWAT_MIN_CONNS];
 	struct sockaddr_storage bound;
 	struct xiw_ksock_listener *ls;
-	struct iovec iov = { "x", 1 };
+	int base = xiw_ksock_open_conns(), ncl = 0;
 
 	(void)state;
 	assert_int_equal(xiw_ksock_lowat_parse(NULL), XIW_NOTSENT_LOWAT_DEFAULT);
@@ -171,26 +216,40 @@ static void test_notsent_lowat(void **state)
 	assert_int_equal(xiw_ksock_lowat_parse("99999999999"),
 			 XIW_NOTSENT_LOWAT_DEFAULT);
 	assert_int_equal(xiw_ksock_notsent_lowat(), XIW_NOTSENT_LOWAT_DEFAULT);
+	assert_true(base < XIW_LOWAT_MIN_CONNS - 2);
 
-	side_init(&srv);
-	side_init(&cli);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(xiw_ksock_listen((struct sockaddr *)&a, 8, on_accept,
-					  &srv, &ls, &bound), 0);
-	assert_int_equal(xiw_ksock_connect(NULL, (struct sockaddr *)&bound,
-					   &cbs, &cli, &cli.l), 0);
-	wait_for(&cli, &cli.connected);
-	assert_int_equal(sock_lowat(cli.l), XIW_NOTSENT_LOWAT_DEFAULT);
-	/* a byte through: the accepted side exists (its upcall took srv.lock) */
-	assert_int_equal(xiw_llp_send(cli.l, &iov, 1, false), 1);
-	pthread_mutex_lock(&srv.lock);
-	while (srv.got < 1)
-		pthread_cond_wait(&srv.cond, &srv.lock);
-	pthread_mutex_unlock(&srv.lock);
-	assert_int_equal(sock_lowat(srv.l), XIW_NOTSENT_LOWAT_DEFAULT);
-	xiw_llp_close(cli.l);
-	xiw_llp_close(srv.l);
+	assert_int_equal(xiw_ksock_listen((struct sockaddr *)&a, 64,
+					  on_accept_many, NULL, &ls, &bound), 0);
+	/* connections in pairs (both ends are ours) up to the threshold */
+	while (base + 2 * ncl < XIW_LOWAT_MIN_CONNS) {
+		if (base + 2 * ncl + 2 >= XIW_LOWAT_MIN_CONNS) {
+			/* just below: nobody has it yet */
+			for (int i = 0; i < 5000 && accepted() < ncl; i++)
+				usleep(1000);
+			assert_int_equal(accepted(), ncl);
+			all_lowat(cl, ncl, 0);
+		}
+		assert_int_equal(xiw_ksock_connect(NULL, (struct sockaddr *)&bound,
+						   &cbs_quiet, NULL, &cl[ncl]), 0);
+		ncl++;
+		for (int i = 0; i < 5000 && accepted() < ncl; i++)
+			usleep(1000);
+		assert_int_equal(accepted(), ncl);
+	}
+	assert_true(xiw_ksock_open_conns() >= XIW_LOWAT_MIN_CONNS);
+	all_lowat(cl, ncl, XIW_NOTSENT_LOWAT_DEFAULT);
+	/* one end closes: below the threshold, all back to the kernel's */
+	xiw_llp_close(cl[--ncl]);
+	assert_true(xiw_ksock_open_conns() < XIW_LOWAT_MIN_CONNS);
+	all_lowat(cl, ncl, 0);
+	for (int i = 0; i < ncl; i++)
+		xiw_llp_close(cl[i]);
+	for (int i = 0; i < acc.n; i++)
+		xiw_llp_close(acc.l[i]);
+	acc.n = 0;
 	xiw_ksock_listener_close(ls);
+	assert_int_equal(xiw_ksock_open_conns(), base);
 }
 
 static void test_refused(void **state)

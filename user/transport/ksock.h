@@ -103,11 +103,15 @@ void xiw_ksock_zc_reap(struct xiw_ksock *l);
 
 #define XIW_NOTSENT_LOWAT_DEFAULT (128 * 1024)
 #define XIW_NOTSENT_LOWAT_MAX (1 << 30)
+#define XIW_LOWAT_MIN_CONNS 16	/* open connections for the lowat */
 /**
  * xiw_ksock_notsent_lowat() - the TCP_NOTSENT_LOWAT every connection gets
- * (XIW_TCP_NOTSENT_LOWAT, read once), in bytes; 0: left to the kernel.
+ * while at least XIW_LOWAT_MIN_CONNS are open (XIW_TCP_NOTSENT_LOWAT,
+ * read once), in bytes; 0: never set (the kernel's).
  */
 int xiw_ksock_notsent_lowat(void);
+/** xiw_ksock_open_conns() - kernel TCP connections open (not closed). */
+int xiw_ksock_open_conns(void);
 /**
  * xiw_ksock_lowat_parse() - XIW_TCP_NOTSENT_LOWAT's value @e: bytes
  * 0..XIW_NOTSENT_LOWAT_MAX; NULL or "" gives XIW_NOTSENT_LOWAT_DEFAULT,
