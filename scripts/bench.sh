@@ -52,8 +52,10 @@ table (stdout), progress on stderr, about 2-3 minutes:
   msg rate    sockperf throughput --tcp -m 64 for XIW_BENCH_TIME s (the
               reference: messages/s the client sent) next to the perftest
               64 B rows, CPU s per million messages.
-  many QPs    ib_write_bw -R -q 256 -s 65536 -n XIW_BENCH_Q256_ITERS (40,
-              per QP) against the one-QP 64 KB row.
+  many QPs    ib_write_bw -R -q 256 -s 65536 -n XIW_BENCH_Q256_ITERS per QP
+              (default: the one-QP 64 KB row's bytes, XIW_BENCH_MB / 256
+              QPs = 192 WRs each) against that row. CPU s/GB includes
+              setting up the 256 connections (~1.3 CPU s).
   idle QPs    tests/netns/xiw_idleqp: XIW_BENCH_IDLE_QPS (1000) idle
               connected RC QPs (sq/rq 16, shared CQ, receives posted),
               resident-set and allocator growth per QP from the first to
@@ -341,7 +343,12 @@ sockperf_tput "$T"
 [ -n "$SPRATE" ] || failed+=("sockperf throughput (plain link)")
 
 # ------------------------------------------- many QPs: 256 vs 1 at 64 KB
-Q256_N=${XIW_BENCH_Q256_ITERS:-40}
+# As many bytes as the one-QP row. 40 WRs per QP (0.67 GB, about half a
+# second) measured lower and noisier than 400 (x one QP, interleaved
+# medians: 0.48 vs 0.61 before TCP_NOTSENT_LOWAT, 0.72-0.97 vs 0.85-0.98
+# after), a ramp-up and a scheduling hiccup weigh more in a short run.
+Q256_N=${XIW_BENCH_Q256_ITERS:-$((MB * 1048576 / 65536 / 256))}
+[ "$Q256_N" -ge 1 ] || Q256_N=1
 PT_ARGS=(-q 256)
 PT_Q=256
 bw_run "q256:ib_write_bw" ib_write_bw 65536 "$Q256_N"

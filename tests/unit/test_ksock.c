@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <cmocka.h>
 #include "xiwarp/xiwarp.h"
 #include "xiw_conn.h"
@@ -135,6 +137,119 @@ static void test_echo(void **state)
 	assert_int_equal(xiw_ksock_listen((struct sockaddr *)&bound, 8, on_accept,
 					  &srv, &ls, NULL), 0);
 	xiw_ksock_listener_close(ls);
+}
+
+static int sock_lowat(struct xiw_llp *l)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+
+	assert_int_equal(getsockopt(xiw_ksock_fd((struct xiw_ksock *)l),
+				    IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, &len), 0);
+	return v;
+}
+
+/* accepted connections of test_notsent_lowat */
+static struct {
+	pthread_mutex_t lock;
+	struct xiw_llp *l[2 * XIW_LOWAT_MIN_CONNS];
+	int n;
+} acc = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void on_accept_many(void *arg, struct xiw_llp *l)
+{
+	(void)arg;
+	pthread_mutex_lock(&acc.lock);
+	acc.l[acc.n++] = l;
+	pthread_mutex_unlock(&acc.lock);
+}
+
+static int accepted(void)
+{
+	int n;
+
+	pthread_mutex_lock(&acc.lock);
+	n = acc.n;
+	pthread_mutex_unlock(&acc.lock);
+	return n;
+}
+
+static void on_nothing(void *arg) { (void)arg; }
+static void on_closed_nothing(void *arg, int err) { (void)arg; (void)err; }
+static const struct xiw_llp_cb cbs_quiet = { on_nothing, on_nothing,
+					     on_closed_nothing };
+
+/* every open connection (both ends) carries @want */
+static void all_lowat(struct xiw_llp **cl, int ncl, int want)
+{
+	for (int i = 0; i < ncl; i++)
+		assert_int_equal(sock_lowat(cl[i]), want);
+	pthread_mutex_lock(&acc.lock);
+	for (int i = 0; i < acc.n; i++)
+		if (acc.l[i])
+			assert_int_equal(sock_lowat(acc.l[i]), want);
+	pthread_mutex_unlock(&acc.lock);
+}
+
+/*
+ * TCP_NOTSENT_LOWAT (issue 11, many QPs): the knob's parser takes bytes
+ * and 0 (never), and falls back to the default on anything else; with
+ * fewer than XIW_LOWAT_MIN_CONNS open connections no socket carries it,
+ * from that many on all of them (both ends: connected and accepted),
+ * and once one closes below the threshold none does again.
+ */
+static void test_notsent_lowat(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct xiw_llp *cl[XIW_LOWAT_MIN_CONNS];
+	struct sockaddr_storage bound;
+	struct xiw_ksock_listener *ls;
+	int base = xiw_ksock_open_conns(), ncl = 0;
+
+	(void)state;
+	assert_int_equal(xiw_ksock_lowat_parse(NULL), XIW_NOTSENT_LOWAT_DEFAULT);
+	assert_int_equal(xiw_ksock_lowat_parse(""), XIW_NOTSENT_LOWAT_DEFAULT);
+	assert_int_equal(xiw_ksock_lowat_parse("0"), 0);
+	assert_int_equal(xiw_ksock_lowat_parse("65536"), 65536);
+	assert_int_equal(xiw_ksock_lowat_parse("64k"), XIW_NOTSENT_LOWAT_DEFAULT);
+	assert_int_equal(xiw_ksock_lowat_parse("-1"), XIW_NOTSENT_LOWAT_DEFAULT);
+	assert_int_equal(xiw_ksock_lowat_parse("99999999999"),
+			 XIW_NOTSENT_LOWAT_DEFAULT);
+	assert_int_equal(xiw_ksock_notsent_lowat(), XIW_NOTSENT_LOWAT_DEFAULT);
+	assert_true(base < XIW_LOWAT_MIN_CONNS - 2);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(xiw_ksock_listen((struct sockaddr *)&a, 64,
+					  on_accept_many, NULL, &ls, &bound), 0);
+	/* connections in pairs (both ends are ours) up to the threshold */
+	while (base + 2 * ncl < XIW_LOWAT_MIN_CONNS) {
+		if (base + 2 * ncl + 2 >= XIW_LOWAT_MIN_CONNS) {
+			/* just below: nobody has it yet */
+			for (int i = 0; i < 5000 && accepted() < ncl; i++)
+				usleep(1000);
+			assert_int_equal(accepted(), ncl);
+			all_lowat(cl, ncl, 0);
+		}
+		assert_int_equal(xiw_ksock_connect(NULL, (struct sockaddr *)&bound,
+						   &cbs_quiet, NULL, &cl[ncl]), 0);
+		ncl++;
+		for (int i = 0; i < 5000 && accepted() < ncl; i++)
+			usleep(1000);
+		assert_int_equal(accepted(), ncl);
+	}
+	assert_true(xiw_ksock_open_conns() >= XIW_LOWAT_MIN_CONNS);
+	all_lowat(cl, ncl, XIW_NOTSENT_LOWAT_DEFAULT);
+	/* one end closes: below the threshold, all back to the kernel's */
+	xiw_llp_close(cl[--ncl]);
+	assert_true(xiw_ksock_open_conns() < XIW_LOWAT_MIN_CONNS);
+	all_lowat(cl, ncl, 0);
+	for (int i = 0; i < ncl; i++)
+		xiw_llp_close(cl[i]);
+	for (int i = 0; i < acc.n; i++)
+		xiw_llp_close(acc.l[i]);
+	acc.n = 0;
+	xiw_ksock_listener_close(ls);
+	assert_int_equal(xiw_ksock_open_conns(), base);
 }
 
 static void test_refused(void **state)
@@ -309,6 +424,7 @@ int main(void)
 		cmocka_unit_test(test_run_sync),
 		cmocka_unit_test(test_echo),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_notsent_lowat),
 		cmocka_unit_test(test_close_unread_is_fin),
 		cmocka_unit_test(test_close_lingers_after_rx),
 		cmocka_unit_test(test_close_linger_ends_on_peer_fin),

@@ -574,10 +574,14 @@ struct xiw_qp {
 					 * writes, release; TX corking reads) */
 	/* receive staging (xiw_qp_rx.c): bytes [stg_off, stg_len) of stg
 	 * were read from the stream but not yet fed to rx; stg_short: that
-	 * recvmsg drained the socket. stg is lent (xiw_bufpool.c). */
+	 * recvmsg drained the socket. stg is lent (xiw_bufpool.c).
+	 * rx_small_run: small FPDUs received in a row (staging only from
+	 * the second on); stg_fills: staging reads (statistics). */
 	uint8_t *stg;
 	uint32_t stg_off, stg_len;
 	bool stg_short;
+	uint8_t rx_small_run;
+	uint32_t stg_fills;
 
 	pthread_mutex_t ref_lock;
 	pthread_cond_t ref_cond;

@@ -514,10 +514,21 @@ static int rtr_done(struct xiw_qp *qp, const struct xiw_fpdu_hdr *h)
 	return 0;
 }
 
+/*
+ * Receive staging pays only within a run of small FPDUs (see
+ * rx_stage_wanted): an FPDU with a payload of at least this many bytes
+ * ends a run.
+ */
+#define XIW_RX_STAGE_SMALL 1024u
+
 static int qp_done(void *arg, const struct xiw_fpdu_hdr *h)
 {
 	struct xiw_qp *qp = arg;
 
+	if (h->payload_len >= XIW_RX_STAGE_SMALL)
+		qp->rx_small_run = 0;
+	else if (qp->rx_small_run < UINT8_MAX)
+		qp->rx_small_run++;
 	if (h->opcode == XIW_OP_TERMINATE) {
 		qp->rxs.term_got = true;
 		qp->rxs.term_ctrl = h->term_ctrl;
@@ -595,6 +606,7 @@ void xiw_rx_reset(struct xiw_qp *qp)
 	xiw_rxstage_put(qp->stg);	/* bytes of an earlier stream */
 	qp->stg = NULL;
 	qp->stg_off = qp->stg_len = 0;
+	qp->rx_small_run = 0;
 	/* accept any FPDU the 16-bit MPA length allows from the peer */
 	xiw_rx_init(&qp->rx, &xiw_rx_ops_qp, qp, qp->params.crc,
 		    qp->params.markers_rx, 0xffff);
@@ -825,25 +837,30 @@ static int rx_app_bulk(struct xiw_qp *qp)
 }
 
 /*
- * Receive staging (issue 11). After a small FPDU (payload below
- * XIW_RX_STAGE_SMALL) the next bytes are read with one recvmsg into a
- * staging buffer of XIW_RX_STAGE bytes and fed to the receive machine
- * from there, payload copied once to its target: a run of small FPDUs
- * then costs one recvmsg per buffer instead of two per FPDU (header rest,
- * then payload + trailer + next header). After a large FPDU, reads go
- * straight into the target memory again, so a bulk transfer copies at
- * most one buffer's worth per switch. The buffer is borrowed only while
- * it holds bytes (xiw_bufpool.c).
+ * Receive staging (issue 11). Once two small FPDUs (payload below
+ * XIW_RX_STAGE_SMALL) came in a row, the next bytes are read with one
+ * recvmsg into a staging buffer of XIW_RX_STAGE bytes and fed to the
+ * receive machine from there, payload copied once to its target: a run
+ * of small FPDUs then costs one recvmsg per buffer instead of two per
+ * FPDU (header rest, then payload + trailer + next header). After a
+ * large FPDU, reads go straight into the target memory again, so a bulk
+ * transfer copies at most one buffer's worth per switch.
+ *
+ * One small FPDU after a large one is read in place too: it is usually
+ * the tail of a bulk WR (with big FPDUs a 64 KB WRITE is one FPDU of
+ * 65520 payload bytes and one of 16), followed by the next WR's large
+ * FPDU, and staging there copied up to XIW_RX_STAGE bytes of that
+ * payload twice (with 256 busy QPs, whose sockets are always deep: a
+ * quarter of every 64 KB WRITE).
+ * The buffer is borrowed only while it holds bytes (xiw_bufpool.c).
  */
-#define XIW_RX_STAGE_SMALL 1024u
-
 static bool rx_stage_wanted(const struct xiw_qp *qp, size_t want)
 {
 	static int on = -1;	/* XIW_RX_STAGE=0: never (read in place) */
 
 	if (on < 0)
 		on = getenv("XIW_RX_STAGE") ? atoi(getenv("XIW_RX_STAGE")) != 0 : 1;
-	return on && want < XIW_RX_STAGE_SMALL &&
+	return on && want < XIW_RX_STAGE_SMALL && qp->rx_small_run >= 2 &&
 	       qp->rx.hdr.payload_len < XIW_RX_STAGE_SMALL;
 }
 
@@ -859,6 +876,7 @@ static ssize_t rx_stage_fill(struct xiw_qp *qp, struct xiw_llp *l)
 
 	v = (struct iovec){ qp->stg, XIW_RX_STAGE };
 	n = rx_recv(qp, l, &v, 1);
+	qp->stg_fills++;
 	qp->stg_off = 0;
 	qp->stg_len = n > 0 ? (uint32_t)n : 0;
 	qp->stg_short = n < (ssize_t)XIW_RX_STAGE;

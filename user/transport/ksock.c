@@ -76,6 +76,7 @@ struct xiw_ksock {
 	struct xiw_ptimer fin_timer;	/* progress thread */
 	bool rx_owed;			/* read since the last drain (quick ACK owed) */
 	struct xiw_ksock_zc zc;		/* MSG_ZEROCOPY (ksock_zc.c), own lock */
+	struct xiw_ksock *lowat_prev, *lowat_next;	/* lowat_lock */
 };
 
 struct xiw_ksock_listener {
@@ -275,6 +276,116 @@ static void llp_event(void *p, uint32_t ev)
 
 /* ------------------------------------------------------- llp calls --- */
 
+/*
+ * TCP_NOTSENT_LOWAT while many connections are open (issue 11, many
+ * QPs): a socket then accepts new bytes, and reports itself writable,
+ * only while less than this much of what it holds is still unsent.
+ * Without it each of 256 busy QPs' sockets took up to its whole
+ * autotuned send buffer (MBs), copied long before the wire, the receiver
+ * or the caches saw them: `ib_write_bw -q 256 -s 65536` on a veth pair
+ * moved 0.56-0.68 x the bytes of one QP per second and used ~1.5 x the
+ * CPU per GB; with 128 KB 0.85-0.98 x (interleaved medians, -n 40 and
+ * 400; 256 KB and 512 KB helped little). A lone connection pays for it (a
+ * datamover wake-up per ~64 KB instead of per MBs: +15-20 % CPU per GB
+ * for one QP), so it applies only from XIW_LOWAT_MIN_CONNS open
+ * connections on, to all of them, and is taken back below.
+ * XIW_TCP_NOTSENT_LOWAT: bytes, 0 = never (the kernel's
+ * net.ipv4.tcp_notsent_lowat).
+ */
+int xiw_ksock_lowat_parse(const char *e)
+{
+	char *end;
+	long n;
+
+	if (!e || !*e)
+		return XIW_NOTSENT_LOWAT_DEFAULT;
+	errno = 0;
+	n = strtol(e, &end, 10);
+	if (*end || errno || n < 0 || n > XIW_NOTSENT_LOWAT_MAX) {
+		xiw_log(XIW_LOG_WARN, "XIW_TCP_NOTSENT_LOWAT=%s: use bytes (0..%d, 0 = the kernel's); using %d",
+			e, XIW_NOTSENT_LOWAT_MAX, XIW_NOTSENT_LOWAT_DEFAULT);
+		return XIW_NOTSENT_LOWAT_DEFAULT;
+	}
+	return (int)n;
+}
+
+int xiw_ksock_notsent_lowat(void)
+{
+	static int val = -1;
+	int v = __atomic_load_n(&val, __ATOMIC_RELAXED);
+
+	if (v < 0) {	/* racing first readers compute the same value */
+		v = xiw_ksock_lowat_parse(getenv("XIW_TCP_NOTSENT_LOWAT"));
+		__atomic_store_n(&val, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+/* open connections, for the lowat rule (all under lowat_lock) */
+static pthread_mutex_t lowat_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct xiw_ksock *lowat_head;
+static unsigned int lowat_conns;
+
+/* 0 gives the socket the kernel's default back */
+static void lowat_set(struct xiw_ksock *l, int v)
+{
+	if (setsockopt(l->pfd.fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof(v)))
+		xiw_log(XIW_LOG_DEBUG, "ksock: TCP_NOTSENT_LOWAT: %s",
+			strerror(errno));
+}
+
+static void lowat_set_all(int v)
+{
+	for (struct xiw_ksock *o = lowat_head; o; o = o->lowat_next)
+		lowat_set(o, v);
+}
+
+/* A new connection (@l not yet shared): count it, apply the rule. */
+static void lowat_add(struct xiw_ksock *l)
+{
+	int v = xiw_ksock_notsent_lowat();
+
+	pthread_mutex_lock(&lowat_lock);
+	l->lowat_prev = NULL;
+	l->lowat_next = lowat_head;
+	if (lowat_head)
+		lowat_head->lowat_prev = l;
+	lowat_head = l;
+	lowat_conns++;
+	if (v && lowat_conns == XIW_LOWAT_MIN_CONNS)
+		lowat_set_all(v);
+	else if (v && lowat_conns > XIW_LOWAT_MIN_CONNS)
+		lowat_set(l, v);
+	pthread_mutex_unlock(&lowat_lock);
+}
+
+/* Before @l's fd is closed: uncount it; below the threshold, undo. */
+static void lowat_del(struct xiw_ksock *l)
+{
+	pthread_mutex_lock(&lowat_lock);
+	if (l->lowat_prev)
+		l->lowat_prev->lowat_next = l->lowat_next;
+	else
+		lowat_head = l->lowat_next;
+	if (l->lowat_next)
+		l->lowat_next->lowat_prev = l->lowat_prev;
+	lowat_conns--;
+	if (xiw_ksock_notsent_lowat() &&
+	    lowat_conns == XIW_LOWAT_MIN_CONNS - 1)
+		lowat_set_all(0);
+	pthread_mutex_unlock(&lowat_lock);
+}
+
+int xiw_ksock_open_conns(void)
+{
+	int n;
+
+	pthread_mutex_lock(&lowat_lock);
+	n = (int)lowat_conns;
+	pthread_mutex_unlock(&lowat_lock);
+	return n;
+}
+
 static struct xiw_ksock *llp_new(int fd, bool connecting)
 {
 	struct xiw_ksock *l = calloc(1, sizeof(*l));
@@ -290,6 +401,7 @@ static struct xiw_ksock *llp_new(int fd, bool connecting)
 	l->connecting = connecting;
 	l->mss = 1460;
 	xiw_ksock_live_add(&l->live);
+	lowat_add(l);
 	return l;
 }
 
@@ -507,6 +619,7 @@ static void llp_close_fd(void *p)
 {
 	struct xiw_ksock *l = p;
 
+	lowat_del(l);
 	pthread_mutex_lock(&l->lock);
 	l->dead = true;
 	l->cb = NULL;

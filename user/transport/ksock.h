@@ -101,6 +101,23 @@ struct xiw_ksock_zc *xiw_ksock_zc(struct xiw_ksock *l);
  *  queue (progress thread, on EPOLLERR). */
 void xiw_ksock_zc_reap(struct xiw_ksock *l);
 
+#define XIW_NOTSENT_LOWAT_DEFAULT (128 * 1024)
+#define XIW_NOTSENT_LOWAT_MAX (1 << 30)
+#define XIW_LOWAT_MIN_CONNS 16	/* open connections for the lowat */
+/**
+ * xiw_ksock_notsent_lowat() - the TCP_NOTSENT_LOWAT every connection gets
+ * while at least XIW_LOWAT_MIN_CONNS are open (XIW_TCP_NOTSENT_LOWAT,
+ * read once), in bytes; 0: never set (the kernel's).
+ */
+int xiw_ksock_notsent_lowat(void);
+/** xiw_ksock_open_conns() - kernel TCP connections open (not closed). */
+int xiw_ksock_open_conns(void);
+/**
+ * xiw_ksock_lowat_parse() - XIW_TCP_NOTSENT_LOWAT's value @e: bytes
+ * 0..XIW_NOTSENT_LOWAT_MAX; NULL or "" gives XIW_NOTSENT_LOWAT_DEFAULT,
+ * anything else is logged (warn) and gives the default too.
+ */
+int xiw_ksock_lowat_parse(const char *e);
 /** xiw_ksock_fd() - the connection's socket (for ksock's own helpers). */
 int xiw_ksock_fd(const struct xiw_ksock *l);
 
