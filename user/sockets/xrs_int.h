@@ -377,7 +377,7 @@ struct xrs_knobs {
 	bool zc_cost;			/* XIW_RS_ZC_COST */
 	uint32_t linger_ms;		/* XIW_RS_LINGER_MS */
 	uint32_t wmem, rmem;		/* XIW_RS_WMEM / XIW_RS_RMEM */
-	bool direct;			/* XIW_RS_DIRECT (xrs_direct.c) */
+	int direct;			/* XIW_RS_DIRECT 0/1/2 (xrs_direct.c) */
 	uint32_t max_xfer;		/* XIW_RS_MAX_XFER: bytes per data transfer */
 };
 const struct xrs_knobs *xrs_knobs(void);

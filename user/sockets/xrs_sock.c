@@ -63,7 +63,7 @@ static void xrs_knobs_read(void)
 	xrs_kn.linger_ms = xrs_env_u32("XIW_RS_LINGER_MS", 1000, 600000);
 	xrs_kn.wmem = xrs_env_u32("XIW_RS_WMEM", XRS_DEF_WMEM, 1u << 30);
 	xrs_kn.rmem = xrs_env_u32("XIW_RS_RMEM", XRS_DEF_MEM, 1u << 30);
-	xrs_kn.direct = xrs_env_u32("XIW_RS_DIRECT", 1, 1);
+	xrs_kn.direct = (int)xrs_env_u32("XIW_RS_DIRECT", 1, 2);
 	xrs_kn.max_xfer = xrs_env_u32("XIW_RS_MAX_XFER", XRS_DEF_XFER, XRS_MAX_TRANSFER);
 	if (xrs_kn.max_xfer < XRS_OLAP_START_SIZE)
 		xrs_kn.max_xfer = XRS_OLAP_START_SIZE;
