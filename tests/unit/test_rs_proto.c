@@ -721,31 +721,32 @@ static int child_writev(int fd)
 	struct iovec iov[NSEG];
 	struct xrs_p_stats st;
 	uint64_t off = 0;
+	int ret = 0;
 
 	for (int i = 0; i < NSEG; i++)
 		iov[i].iov_base = malloc(wv_sizes[i]);
-	for (int k = 0; k < WV_ROUNDS; k++) {
+	for (int k = 0; k < WV_ROUNDS && !ret; k++) {
 		size_t want = 0;
-		ssize_t n;
 
 		for (int i = 0; i < NSEG; i++) {
 			fill(iov[i].iov_base, wv_sizes[i], off + want, 14);
 			iov[i].iov_len = wv_sizes[i];
 			want += wv_sizes[i];
 		}
-		n = rwritev(fd, iov, NSEG);
-		if (n != (ssize_t)want)
-			return 8;	/* blocking: all or an error */
+		if (rwritev(fd, iov, NSEG) != (ssize_t)want)
+			ret = 8;	/* blocking: all or an error */
 		/* free on return: scribble before the next round */
 		for (int i = 0; i < NSEG; i++)
 			memset(iov[i].iov_base, 0xEE, wv_sizes[i]);
 		off += want;
 	}
-	if (xrs_p_stats(fd, &st) || st.zc || !st.bytes_direct ||
-	    st.bytes_direct >= st.bytes_bcopy)
-		return 9;	/* big segments direct, small ones staged */
+	if (!ret && (xrs_p_stats(fd, &st) || st.zc || !st.bytes_direct ||
+		     st.bytes_direct >= st.bytes_bcopy))
+		ret = 9;	/* big segments direct, small ones staged */
+	for (int i = 0; i < NSEG; i++)
+		free(iov[i].iov_base);
 	rclose(fd);
-	return 0;
+	return ret;
 }
 
 /*
@@ -759,18 +760,20 @@ static int child_forcedirect(int fd)
 	const size_t chunk = 128u << 10;
 	uint8_t *b = malloc(chunk);
 	struct xrs_p_stats st;
+	int ret = 0;
 
-	for (uint64_t off = 0; off < BIG; off += chunk) {
+	for (uint64_t off = 0; off < BIG && !ret; off += chunk) {
 		fill(b, chunk, off, 16);
 		if (rsend(fd, b, chunk, 0) != (ssize_t)chunk)
-			return 11;
+			ret = 11;
 		memset(b, 0xEE, chunk);
 	}
-	if (xrs_p_stats(fd, &st) || st.bytes_direct < BIG / 2 || !st.direct_waits)
-		return 12;
+	if (!ret && (xrs_p_stats(fd, &st) || st.bytes_direct < BIG / 2 ||
+		     !st.direct_waits))
+		ret = 12;
 	free(b);
 	rclose(fd);
-	return 0;
+	return ret;
 }
 
 /*
