@@ -702,7 +702,7 @@ static void test_direct_reuse(void **state)
 }
 
 /* the stream test_direct_writev's child writes: segments of these sizes */
-static const size_t wv_sizes[] = { 100, 100000, 3, 70000, 16384, 16383, 49153 };
+static const size_t wv_sizes[] = { 100, 100000, 3, 70000, 4096, 4095, 49153 };
 #define WV_ROUNDS 24
 
 static size_t wv_total(void)
