@@ -217,6 +217,7 @@ for l in 64K 128K 1M; do
 done
 printf '  %-44s %10s   (XIW_RS_DIRECT=0: every byte through the staging ring)\n' \
 	"iperf3 -l 128K copy-only, staged" "$(fmt "${G[stage128K]:-}") Gb/s"
+echo "  (iperf3 sets its sockets O_NONBLOCK: no zero-copy transfer happens, zc/copy compares one path twice)"
 echo
 echo "thresholds (xiw_sockbench ${TT}s, Gbit/s, median of $TREPS interleaved runs): adaptive vs fixed source=sink threshold"
 printf '  %-9s %9s' "writes" "adaptive"
