@@ -13,7 +13,8 @@ usage: scripts/bench_sockets.sh [--help]      (make bench; needs root)
   iperf3      single stream, -l 128K (and 64K, 1M), -t TIME: kernel TCP
               (two runs, before and after; the mean is the reference),
               under `xiwrun --sockets` (adaptive zero copy) and with
-              XIW_RS_ZCOPY=0 (buffer copy only).
+              XIW_RS_ZCOPY=0 (buffer copy only), and 128K with
+              XIW_RS_DIRECT=0 too (buffer copy staged, as rdma-core).
   thresholds  tests/netns/xiw_sockbench, one stream of 64 B, 4 KB, 64 KB,
               1 MB writes and a mixed run (cycling 64 B, 4 KB, 64 KB, 1 MB),
               reader buffer max(size, 128 KB) (1 MB for the mix): the
@@ -155,6 +156,7 @@ sp_p50() {
 iperf3_gbit kernel1 128K --
 iperf3_gbit sock128K 128K -- "${SOCK[@]}"
 iperf3_gbit copy128K 128K XIW_RS_ZCOPY=0 -- "${SOCK[@]}"
+iperf3_gbit stage128K 128K XIW_RS_ZCOPY=0 XIW_RS_DIRECT=0 -- "${SOCK[@]}"
 iperf3_gbit sock64K 64K -- "${SOCK[@]}"
 iperf3_gbit copy64K 64K XIW_RS_ZCOPY=0 -- "${SOCK[@]}"
 iperf3_gbit sock1M 1M -- "${SOCK[@]}"
@@ -213,6 +215,9 @@ for l in 64K 128K 1M; do
 		"$(fmt "${G[sock$l]:-}") Gb/s" "$(fmt "${G[copy$l]:-}")" \
 		"$(fmt "$(ratio "${G[sock$l]:-}" "${G[copy$l]:-}")")"
 done
+printf '  %-44s %10s   (XIW_RS_DIRECT=0: every byte through the staging ring)\n' \
+	"iperf3 -l 128K copy-only, staged" "$(fmt "${G[stage128K]:-}") Gb/s"
+echo "  (iperf3 sets its sockets O_NONBLOCK: no zero-copy transfer happens, zc/copy compares one path twice)"
 echo
 echo "thresholds (xiw_sockbench ${TT}s, Gbit/s, median of $TREPS interleaved runs): adaptive vs fixed source=sink threshold"
 printf '  %-9s %9s' "writes" "adaptive"

@@ -6,7 +6,8 @@
  * adaptation seen from both ends, SrcAvail/SinkAvail races, shutdown and
  * close with a zero-copy transfer outstanding, the death of the peer
  * process in the middle of one, and negotiation with a peer that runs
- * buffer copy only (XIW_RS_ZCOPY=0). Every byte that arrives is checked
+ * buffer copy only (XIW_RS_ZCOPY=0), and buffer-copy WRITEs posted
+ * straight from the caller's buffer (xrs_direct.c). Every byte that arrives is checked
  * against the stream pattern; counters come from xrs_p_stats().
  *
  * Peers that must die or need other knobs are this binary again
@@ -643,6 +644,173 @@ static void test_shutdown_sinkavail(void **state)
 	rclose(c);
 }
 
+/*
+ * Direct WRITEs (xrs_direct.c): non-blocking 128 KB sends go by buffer
+ * copy, posted straight from the caller's buffer. The buffer must be
+ * free when rsend() returns: the test scribbles over it and refills it
+ * with the next bytes of the stream at once, so a WRITE that still read
+ * it afterwards would deliver wrong bytes.
+ */
+static void test_direct_reuse(void **state)
+{
+	const size_t chunk = 128u << 10, total = 8u << 20;
+	int c, s;
+	struct io r = { 0 };
+	struct xrs_p_stats sc;
+	pthread_t tr;
+	uint8_t *b = malloc(chunk);
+	size_t done = 0, at = 0;
+
+	(void)state;
+	pair(&c, &s);
+	r.fd = s; r.len = total; r.chunk = chunk; r.seed = 13;
+	assert_int_equal(pthread_create(&tr, NULL, reader, &r), 0);
+	fill(b, chunk, 0, 13);
+	while (done < total) {
+		ssize_t n = rsend(c, b + at, chunk - at, MSG_DONTWAIT);
+
+		if (n < 0) {
+			struct pollfd p = { .fd = c, .events = POLLOUT };
+
+			assert_int_equal(errno, EAGAIN);
+			assert_true(rpoll(&p, 1, HANG_S * 1000) == 1);
+			continue;
+		}
+		memset(b + at, 0xEE, (size_t)n);	/* sent: ours again */
+		done += (size_t)n;
+		at += (size_t)n;
+		if (at == chunk) {
+			at = 0;
+			fill(b, chunk, done, 13);
+		} else {
+			fill(b + at, chunk - at, done, 13);
+		}
+	}
+	join_or_fail(tr, "reader");
+	assert_int_equal(r.err, 0);
+	assert_int_equal(r.done, total);
+	if (r.bad != SIZE_MAX)
+		fail_msg("data differs at stream byte %zu", r.bad);
+	stats(c, &sc);
+	assert_int_equal(sc.srcavail_tx, 0);
+	/* most bytes went direct (XIW_TX_COMPLETION=copy, ksock) */
+	assert_true(sc.bytes_direct >= total / 2);
+	assert_true(sc.bytes_direct <= sc.bytes_bcopy);
+	free(b);
+	rclose(c);
+	rclose(s);
+}
+
+/* the stream test_direct_writev's child writes: segments of these sizes */
+static const size_t wv_sizes[] = { 100, 100000, 3, 70000, 4096, 4095, 49153 };
+#define WV_ROUNDS 24
+
+static size_t wv_total(void)
+{
+	size_t t = 0;
+
+	for (size_t i = 0; i < sizeof(wv_sizes) / sizeof(wv_sizes[0]); i++)
+		t += wv_sizes[i];
+	return t * WV_ROUNDS;
+}
+
+/* child: blocking rwritev of mixed segments (XIW_RS_ZCOPY=0) */
+static int child_writev(int fd)
+{
+	enum { NSEG = sizeof(wv_sizes) / sizeof(wv_sizes[0]) };
+	struct iovec iov[NSEG];
+	struct xrs_p_stats st;
+	uint64_t off = 0;
+	int ret = 0;
+
+	for (int i = 0; i < NSEG; i++)
+		iov[i].iov_base = malloc(wv_sizes[i]);
+	for (int k = 0; k < WV_ROUNDS && !ret; k++) {
+		size_t want = 0;
+
+		for (int i = 0; i < NSEG; i++) {
+			fill(iov[i].iov_base, wv_sizes[i], off + want, 14);
+			iov[i].iov_len = wv_sizes[i];
+			want += wv_sizes[i];
+		}
+		if (rwritev(fd, iov, NSEG) != (ssize_t)want)
+			ret = 8;	/* blocking: all or an error */
+		/* free on return: scribble before the next round */
+		for (int i = 0; i < NSEG; i++)
+			memset(iov[i].iov_base, 0xEE, wv_sizes[i]);
+		off += want;
+	}
+	if (!ret && (xrs_p_stats(fd, &st) || st.zc || !st.bytes_direct ||
+		     st.bytes_direct >= st.bytes_bcopy))
+		ret = 9;	/* big segments direct, small ones staged */
+	for (int i = 0; i < NSEG; i++)
+		free(iov[i].iov_base);
+	rclose(fd);
+	return ret;
+}
+
+/*
+ * child: XIW_TX_COMPLETION=ack with XIW_RS_DIRECT=2 (direct anyway):
+ * every direct WRITE completes only on the peer's TCP ACK, after the
+ * post, so every call must wait for it before the buffer is the
+ * caller's again; the buffer is scribbled over and refilled at once.
+ */
+static int child_forcedirect(int fd)
+{
+	const size_t chunk = 128u << 10;
+	uint8_t *b = malloc(chunk);
+	struct xrs_p_stats st;
+	int ret = 0;
+
+	for (uint64_t off = 0; off < BIG && !ret; off += chunk) {
+		fill(b, chunk, off, 16);
+		if (rsend(fd, b, chunk, 0) != (ssize_t)chunk)
+			ret = 11;
+		memset(b, 0xEE, chunk);
+	}
+	if (!ret && (xrs_p_stats(fd, &st) || st.bytes_direct < BIG / 2 ||
+		     !st.direct_waits))
+		ret = 12;
+	free(b);
+	rclose(fd);
+	return ret;
+}
+
+/*
+ * child: connects, stops itself (SIGSTOP: its engine reads nothing, the
+ * writer's TCP buffers fill up) until the parent continues it, then reads
+ * SLOW_LEN bytes of seed 17 and checks them.
+ */
+#define SLOW_LEN (24u << 20)
+static int child_slowreader(int fd)
+{
+	struct io r = { .fd = fd, .len = SLOW_LEN, .chunk = 1u << 20, .seed = 17 };
+
+	raise(SIGSTOP);
+	reader(&r);
+	if (r.err || r.done != (ssize_t)SLOW_LEN)
+		return 13;
+	if (r.bad != SIZE_MAX) {
+		fprintf(stderr, "slowreader: data differs at stream byte %zu\n", r.bad);
+		return 14;
+	}
+	rclose(fd);
+	return 0;
+}
+
+/* child: XIW_TX_COMPLETION=ack - completions wait for ACKs: no direct */
+static int child_ackmode(int fd)
+{
+	struct io w = { .fd = fd, .len = BIG, .chunk = 128u << 10, .seed = 15 };
+	struct xrs_p_stats st;
+
+	writer(&w);
+	if (w.err || xrs_p_stats(fd, &st) || st.bytes_direct || !st.bytes_bcopy)
+		return 10;
+	rclose(fd);
+	return 0;
+}
+
 /* ------------------------------------------------ child processes --- */
 
 static pid_t spawn(const char *mode)
@@ -691,6 +859,14 @@ static int child_main(const char *mode, unsigned short port)
 		pause();
 		return 5;
 	}
+	if (!strcmp(mode, "writev"))
+		return child_writev(fd);
+	if (!strcmp(mode, "ackmode"))
+		return child_ackmode(fd);
+	if (!strcmp(mode, "forcedirect"))
+		return child_forcedirect(fd);
+	if (!strcmp(mode, "slowreader"))
+		return child_slowreader(fd);
 	if (!strcmp(mode, "copyonly")) {	/* XIW_RS_ZCOPY=0 */
 		w.len = BIG;
 		writer(&w);
@@ -827,6 +1003,128 @@ static void test_copy_only_peer(void **state)
 	rclose(s);
 }
 
+/* run child MODE with ENV=VAL set, read @len bytes of seed @seed, reap */
+static void child_stream(const char *mode, const char *env, const char *val,
+			 size_t len, unsigned int seed, size_t chunk)
+{
+	pid_t pid;
+	int s, st;
+	struct io r = { 0 };
+
+	setenv(env, val, 1);
+	pid = spawn(mode);
+	unsetenv(env);
+	s = accept_one();
+	r.fd = s; r.len = len; r.seed = seed; r.chunk = chunk;
+	reader(&r);
+	assert_int_equal(r.err, 0);
+	assert_int_equal(r.done, len);
+	if (r.bad != SIZE_MAX)
+		fail_msg("%s: data differs at stream byte %zu", mode, r.bad);
+	reap(pid, &st);
+	assert_true(WIFEXITED(st));
+	if (WEXITSTATUS(st))
+		fail_msg("child %s exited with %d", mode, WEXITSTATUS(st));
+	rclose(s);
+}
+
+/*
+ * writev with segments below and above the direct minimum, blocking, in
+ * a buffer-copy-only child: big segments go direct, small ones through
+ * the staging ring, all in stream order; the child scribbles over its
+ * buffers after every call.
+ */
+static void test_direct_writev(void **state)
+{
+	(void)state;
+	child_stream("writev", "XIW_RS_ZCOPY", "0", wv_total(), 14, 65536);
+}
+
+/* XIW_TX_COMPLETION=ack: a WRITE completes on the peer's ACK, so the
+ * staging ring stays in use (no direct WRITE), data intact. */
+static void test_direct_off_ack(void **state)
+{
+	(void)state;
+	child_stream("ackmode", "XIW_TX_COMPLETION", "ack", BIG, 15, 0);
+}
+
+/*
+ * Direct WRITEs whose completions come late (ack mode, XIW_RS_DIRECT=2):
+ * each call waits for them (direct_waits), the data stays intact although
+ * the child overwrites its buffer as soon as each call returns.
+ */
+static void test_direct_wait(void **state)
+{
+	(void)state;
+	setenv("XIW_RS_DIRECT", "2", 1);
+	setenv("XIW_RS_ZCOPY", "0", 1);
+	child_stream("forcedirect", "XIW_TX_COMPLETION", "ack", BIG, 16, 0);
+	unsetenv("XIW_RS_DIRECT");
+	unsetenv("XIW_RS_ZCOPY");
+}
+
+struct cont { pid_t pid; };
+
+static void *cont_later(void *arg)
+{
+	struct cont *c = arg;
+	int st;
+
+	/* wait until the child has stopped, then give the writer time to
+	 * fill the TCP buffers and block in a direct WRITE */
+	for (int i = 0; i < HANG_S * 100; i++) {
+		if (waitpid(c->pid, &st, WUNTRACED | WNOHANG) == c->pid && WIFSTOPPED(st))
+			break;
+		usleep(10000);
+	}
+	usleep(500000);
+	kill(c->pid, SIGCONT);
+	return NULL;
+}
+
+/*
+ * A direct WRITE the kernel cannot take at once (the reader process is
+ * stopped, its 64 MB receive buffer gives credits far beyond what TCP
+ * buffers): the send call must wait until the engine sent it all before
+ * it returns; we scribble over the buffer as soon as it does, the reader
+ * checks every byte.
+ */
+static void test_direct_full(void **state)
+{
+	const size_t chunk = 1u << 20;
+	uint8_t *b = malloc(chunk);
+	struct xrs_p_stats sc;
+	struct cont ct;
+	pthread_t t;
+	pid_t pid;
+	int s, st;
+
+	(void)state;
+	setenv("XIW_RS_RMEM", "67108864", 1);
+	setenv("XIW_RS_ZCOPY", "0", 1);
+	pid = spawn("slowreader");
+	unsetenv("XIW_RS_RMEM");
+	unsetenv("XIW_RS_ZCOPY");
+	s = accept_one();
+	ct.pid = pid;
+	assert_int_equal(pthread_create(&t, NULL, cont_later, &ct), 0);
+	for (uint64_t off = 0; off < SLOW_LEN; off += chunk) {
+		fill(b, chunk, off, 17);
+		assert_int_equal(rsend(s, b, chunk, 0), (ssize_t)chunk);
+		memset(b, 0xEE, chunk);
+	}
+	join_or_fail(t, "SIGCONT thread");
+	reap(pid, &st);
+	assert_true(WIFEXITED(st));
+	if (WEXITSTATUS(st))
+		fail_msg("slowreader exited with %d", WEXITSTATUS(st));
+	stats(s, &sc);
+	assert_true(sc.bytes_direct >= SLOW_LEN / 2);
+	assert_true(sc.direct_waits >= 1);
+	free(b);
+	rclose(s);
+}
+
 /* ------------------------------------------------------------ setup --- */
 
 static int setup(void **state)
@@ -869,6 +1167,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_peer_death_source),
 		cmocka_unit_test(test_peer_death_sink),
 		cmocka_unit_test(test_copy_only_peer),
+		cmocka_unit_test(test_direct_reuse),
+		cmocka_unit_test(test_direct_writev),
+		cmocka_unit_test(test_direct_off_ack),
+		cmocka_unit_test(test_direct_wait),
+		cmocka_unit_test(test_direct_full),
 	};
 
 	if (argc == 4 && !strcmp(argv[1], "--child"))

@@ -96,7 +96,8 @@ int xrs_post_write_msg(struct xrs *rs, struct ibv_sge *sgl, int nsge,
 	struct ibv_send_wr w, s;
 	struct ibv_sge sge;
 	unsigned int kind = xrs_wr_kind(wr_id);
-	unsigned int mkind = kind == XRS_WR_DATA ? XRS_WR_DATA_MSG :
+	unsigned int mkind = kind == XRS_WR_DATA || kind == XRS_WR_DATA_USER ?
+			     XRS_WR_DATA_MSG :
 			     kind == XRS_WR_IOMAP ? XRS_WR_IOMAP_MSG : kind;
 
 	xrs_write_wr(&w, sgl, nsge, wr_id, flags, addr, rkey);
@@ -296,6 +297,10 @@ static void xrs_tx_done(struct xrs *rs, const struct ibv_wc *wc)
 	case XRS_WR_DIRECT:
 		rs->sqe_avail++;
 		rs->sbuf_bytes_avail += low;
+		break;
+	case XRS_WR_DATA_USER:
+		rs->sqe_avail++;
+		rs->direct_done++;
 		break;
 	case XRS_WR_DATA_MSG:
 	case XRS_WR_IOMAP_MSG:

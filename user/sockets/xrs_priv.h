@@ -48,6 +48,9 @@ int xrs_p_nread(int fd);
  * Sink side (we receive): the mirror, plus SinkAvails wasted (the source
  * sent something else first) and SrcAvails taken into library memory
  * (stash: nobody was reading).
+ * @bytes_direct: of @bytes_bcopy, bytes WRITTEN straight from the
+ * caller's buffer (no staging copy, xrs_direct.c); @direct_waits: send
+ * calls that had to wait for such a WRITE to complete after the post.
  * @src_thresh, @sink_thresh: the current thresholds (UINT32_MAX: never).
  */
 struct xrs_p_stats {
@@ -58,6 +61,7 @@ struct xrs_p_stats {
 	uint64_t srcavail_rx, rdcompl_tx, sendsm_tx, sinkavail_tx,
 		 wrcompl_rx, sink_wasted, stash;
 	uint64_t bytes_zc_out, bytes_zc_in, bytes_bcopy, bytes_stash;
+	uint64_t bytes_direct, direct_waits;
 };
 
 /** xrs_p_stats() - @fd's counters. Return: 0, or -1 (EBADF). */

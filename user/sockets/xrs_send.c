@@ -62,9 +62,14 @@ uint32_t xrs_sbuf_copy_in(struct xrs *rs, const struct iovec **iov,
 	return done;
 }
 
-/* Write the staged bytes where the peer's current SGL entry points. */
-static int xrs_write_data(struct xrs *rs, struct ibv_sge *sgl, int nsge,
-			  uint32_t len, int flags)
+/**
+ * xrs_write_data() - WRITE @len bytes at @sgl where the peer's current
+ * SGL entry points, then the DATA message. @staged: the bytes are in the
+ * staging ring (else in the caller's buffer, xrs_direct.c).
+ * Return: 0, or -1 with errno.
+ */
+int xrs_write_data(struct xrs *rs, struct ibv_sge *sgl, int nsge,
+		   uint32_t len, int flags, bool staged)
 {
 	volatile struct xrs_sge *t = &rs->target_sgl[rs->target_sge];
 	uint64_t addr = t->addr;
@@ -72,7 +77,8 @@ static int xrs_write_data(struct xrs *rs, struct ibv_sge *sgl, int nsge,
 
 	rs->sseq_no++;
 	rs->sqe_avail -= rs->msg_send ? 2 : 1;
-	rs->sbuf_bytes_avail -= len;
+	if (staged)
+		rs->sbuf_bytes_avail -= len;
 	t->addr = addr + len;
 	t->length = t->length - len;
 	if (!t->length && ++rs->target_sge == XRS_SGL_SIZE)
@@ -80,7 +86,8 @@ static int xrs_write_data(struct xrs *rs, struct ibv_sge *sgl, int nsge,
 	rs->zc.sent_msgs++;
 	rs->zc.st.bytes_bcopy += len;
 	return xrs_post_write_msg(rs, sgl, nsge, xrs_msg_make(XRS_OP_DATA, len),
-				  xrs_wr_id(XRS_WR_DATA, len), flags, addr, rkey);
+				  staged ? xrs_wr_id(XRS_WR_DATA, len) :
+				  xrs_wr_id(XRS_WR_DATA_USER, 0), flags, addr, rkey);
 }
 
 static int xrs_send_wait(struct xrs *rs, int flags)
@@ -118,18 +125,20 @@ static ssize_t xrs_send_bcopy(struct xrs *rs, const struct iovec **cur,
 
 	if (*olen < left) {
 		xfer = *olen;
-		if (*olen < XRS_MAX_TRANSFER)
+		if (*olen < xrs_knobs()->max_xfer)
 			*olen <<= 1;
 	} else {
 		xfer = (uint32_t)left;
 	}
+	if (xfer > xrs_knobs()->max_xfer)
+		xfer = xrs_knobs()->max_xfer;
 	if (xfer > rs->sbuf_bytes_avail)
 		xfer = rs->sbuf_bytes_avail;
 	if (xfer > tlen)
 		xfer = tlen;
 	xrs_sbuf_copy_in(rs, cur, off, xfer, sgl, &nsge);
 	if (xrs_write_data(rs, sgl, nsge, xfer,
-			   xfer <= rs->sq_inline ? IBV_SEND_INLINE : 0))
+			   xfer <= rs->sq_inline ? IBV_SEND_INLINE : 0, true))
 		return -1;
 	return xfer;
 }
@@ -146,6 +155,8 @@ ssize_t xrs_sendv(struct xrs *rs, const struct iovec *iov, int iovcnt,
 	const struct iovec *cur = iov;
 	size_t len = 0, left, off = 0, zc_bytes = 0;
 	uint32_t olen = XRS_OLAP_START_SIZE;
+	struct xrs_direct d = { NULL };
+	bool direct = xrs_direct_usable();
 	int64_t t0 = 0;
 	ssize_t n;
 	int ret = 0;
@@ -195,7 +206,9 @@ ssize_t xrs_sendv(struct xrs *rs, const struct iovec *iov, int iovcnt,
 				break;
 			continue;	/* a SinkAvail may have arrived meanwhile */
 		}
-		n = xrs_send_bcopy(rs, &cur, &off, left, &olen);
+		n = direct ? xrs_send_direct(rs, &cur, &off, left, &d) : 0;
+		if (!n)
+			n = xrs_send_bcopy(rs, &cur, &off, left, &olen);
 		if (n < 0) {
 			ret = -1;
 			break;
@@ -204,6 +217,8 @@ ssize_t xrs_sendv(struct xrs *rs, const struct iovec *iov, int iovcnt,
 		if (rs->zc.bcopy_left)
 			xrs_zc_bcopy_sent(rs, (size_t)n);
 	}
+	/* the caller's buffer must be free when we return */
+	xrs_direct_finish(rs, &d);
 	/* seed 004 cost feedback: calls that went wholly one way */
 	if (t0 && !left && (!zc_bytes || zc_bytes == len))
 		xrs_zpol_on_sent(&rs->zc.pol, len, (uint64_t)(xrs_now_ns() - t0),

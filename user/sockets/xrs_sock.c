@@ -63,6 +63,10 @@ static void xrs_knobs_read(void)
 	xrs_kn.linger_ms = xrs_env_u32("XIW_RS_LINGER_MS", 1000, 600000);
 	xrs_kn.wmem = xrs_env_u32("XIW_RS_WMEM", XRS_DEF_WMEM, 1u << 30);
 	xrs_kn.rmem = xrs_env_u32("XIW_RS_RMEM", XRS_DEF_MEM, 1u << 30);
+	xrs_kn.direct = (int)xrs_env_u32("XIW_RS_DIRECT", 1, 2);
+	xrs_kn.max_xfer = xrs_env_u32("XIW_RS_MAX_XFER", XRS_DEF_XFER, XRS_MAX_TRANSFER);
+	if (xrs_kn.max_xfer < XRS_OLAP_START_SIZE)
+		xrs_kn.max_xfer = XRS_OLAP_START_SIZE;
 	if (xrs_kn.wmem < XRS_SNDLOWAT * 2)
 		xrs_kn.wmem = XRS_SNDLOWAT * 2;
 	if (xrs_kn.rmem < XRS_SNDLOWAT * 2)
@@ -567,7 +571,7 @@ static void xrs_print_stats(struct xrs *rs)
 	fprintf(stderr, "xiwarp rsocket stats: fd %d zc %d thresh src %u sink %u | "
 		"tx: srcavail %llu rdcompl %llu sendsm %llu sinkavail %llu used %llu stale %llu | "
 		"rx: srcavail %llu sinkavail %llu wrcompl %llu wasted %llu stash %llu | "
-		"bytes zc_out %llu zc_in %llu bcopy %llu stash %llu\n",
+		"bytes zc_out %llu zc_in %llu bcopy %llu stash %llu direct %llu (waits %llu)\n",
 		rs->index, rs->zc.on, rs->zc.pol.src, rs->zc.pol.sink,
 		(unsigned long long)s->srcavail_tx, (unsigned long long)s->rdcompl_rx,
 		(unsigned long long)s->sendsm_rx, (unsigned long long)s->sinkavail_rx,
@@ -576,7 +580,8 @@ static void xrs_print_stats(struct xrs *rs)
 		(unsigned long long)s->wrcompl_rx, (unsigned long long)s->sink_wasted,
 		(unsigned long long)s->stash, (unsigned long long)s->bytes_zc_out,
 		(unsigned long long)s->bytes_zc_in, (unsigned long long)s->bytes_bcopy,
-		(unsigned long long)s->bytes_stash);
+		(unsigned long long)s->bytes_stash, (unsigned long long)s->bytes_direct,
+		(unsigned long long)s->direct_waits);
 }
 
 int rclose(int socket)
