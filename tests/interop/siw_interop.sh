@@ -447,14 +447,14 @@ analyze() {
 	local port=$1 xdir=$2 crc=$3 st f rc=0 mss lim mx
 	local -A v=()
 	WHY="" WIRE=""
-	st=$(tshark -n -r "$CAP" --disable-protocol rpcordma -q -z \
+	st=$(tshark -n -r "$CAP" --disable-protocol rpcordma -o tcp.try_heuristic_first:TRUE -q -z \
 		"io,stat,0,iwarp_mpa.req,iwarp_mpa.rep,iwarp_mpa.fpdu,iwarp_ddp_rdmap,_ws.malformed,_ws.expert.severity==\"Error\",iwarp_mpa.crc_check" 2>>"$CELLDIR/analysis.txt" |
 		awk -F'|' '/<>/ { for (i = 3; i <= NF; i += 2) { gsub(/ /, "", $i); printf "%s ", $i } }')
 	read -r v[req] v[rep] v[fpdu] v[ddp] v[mal] v[exp] v[crcf] <<<"$st"
 	# tshark's CRC verdicts ("Good CRC32" / "Bad CRC32", -V text only)
 	v[badcrc]=0/0
 	if [ "$crc" = 1 ]; then
-		v[badcrc]=$(tshark -n -r "$CAP" --disable-protocol rpcordma -V 2>/dev/null |
+		v[badcrc]=$(tshark -n -r "$CAP" --disable-protocol rpcordma -o tcp.try_heuristic_first:TRUE -V 2>/dev/null |
 			awk '/Bad CRC32/ { b++ } /Good CRC32/ { g++ } END { printf "%d/%d", b, b + g }')
 	fi
 	python3 "$HERE/mpa_walk.py" "$CAP" "$port" >"$CELLDIR/walk.txt" 2>&1 || rc=$?
@@ -730,14 +730,14 @@ cell_hostile() { # CASE CRC(0|1)
 	gwait srv 20 >/dev/null
 	cap_stop
 	[ "$rc" = 0 ] || why+="mpa_hostile exit $rc ($(grep -m1 -E 'hostile:' "$CELLDIR/client.log")); "
-	term=$(tshark -n -r "$CAP" --disable-protocol rpcordma -Y "iwarp_rdma.opcode == 7 && tcp.srcport == $PORT" \
+	term=$(tshark -n -r "$CAP" --disable-protocol rpcordma -o tcp.try_heuristic_first:TRUE -Y "iwarp_rdma.opcode == 7 && tcp.srcport == $PORT" \
 		-T fields -e iwarp_rdma.term_layer -e iwarp_rdma.term_etype_ddp -e iwarp_rdma.term_etype_rdma \
 		-e iwarp_rdma.term_errcode_ddp_tagged -e iwarp_rdma.term_errcode_ddp_untagged -e iwarp_rdma.term_errcode_rdma 2>/dev/null | head -n1)
 	local mal
-	mal=$(tshark -n -r "$CAP" --disable-protocol rpcordma -Y '_ws.malformed' 2>/dev/null | wc -l)
+	mal=$(tshark -n -r "$CAP" --disable-protocol rpcordma -o tcp.try_heuristic_first:TRUE -Y '_ws.malformed' 2>/dev/null | wc -l)
 	[ -n "$term" ] || why+="tshark decodes no TERMINATE from siw; "
 	[ "$mal" = 0 ] || why+="$mal malformed frames; "
-	tshark -n -r "$CAP" --disable-protocol rpcordma -Y 'iwarp_rdma.opcode == 7' -V 2>/dev/null |
+	tshark -n -r "$CAP" --disable-protocol rpcordma -o tcp.try_heuristic_first:TRUE -Y 'iwarp_rdma.opcode == 7' -V 2>/dev/null |
 		sed -n '/Terminate Control/,/Reserved/p' >"$CELLDIR/analysis.txt"
 	if [ -z "$why" ]; then
 		result "$CUR" 0 "siw TERMINATE decoded: layer/etype(ddp,rdma)/code(t,u,r) = $(tr '\t' ' ' <<<"$term"|tr -s ' '); mpa_hostile: $(grep -m1 '^TERMINATE' "$CELLDIR/client.log" | cut -c1-60); $(grep -m1 '^connection' "$CELLDIR/client.log")"

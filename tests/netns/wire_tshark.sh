@@ -249,7 +249,7 @@ capture() {
 }
 
 ts() {
-	tshark -n -r "$CAP" --disable-protocol rpcordma "$@" 2>/dev/null
+	tshark -n -r "$CAP" --disable-protocol rpcordma -o tcp.try_heuristic_first:TRUE "$@" 2>/dev/null
 }
 count() { # frames matching a display filter
 	ts -Y "$1" | wc -l
@@ -388,7 +388,7 @@ keep_on_fail() { # keep_on_fail NAME NFAIL_BEFORE
 		show_problems
 		local keep
 		keep=$(mktemp "/tmp/xiw-wire-$1.XXXXXX")
-		cp "$CAP" "$keep" && echo "  capture kept: $keep (tshark -r $keep --disable-protocol rpcordma)"
+		cp "$CAP" "$keep" && echo "  capture kept: $keep (tshark -r $keep --disable-protocol rpcordma -o tcp.try_heuristic_first:TRUE)"
 	fi
 }
 
