@@ -570,6 +570,8 @@ struct xiw_qp {
 	_Atomic uint64_t rx_app_poll_ns;	/* last app pass (any thread) */
 	_Atomic uint64_t rx_app_got_ns;		/* last app pass with bytes */
 	atomic_bool rx_app_mode;	/* progress thread left reading to apps */
+	uint8_t rx_upcall_skips;	/* readable upcalls skipped in a row
+					 * (progress thread; xiw_rx_readable) */
 	uint32_t rx_reads;		/* reads that returned bytes (rx_lock
 					 * writes, release; TX corking reads) */
 	/* receive staging (xiw_qp_rx.c): bytes [stg_off, stg_len) of stg

@@ -112,6 +112,7 @@ static int op_zc_quiesce(struct xiw_llp *l, unsigned int max_ms)
 
 const struct xiw_llp_ops xiw_ksock_ops = {
 	.name = "ksock",
+	.readable_level = true,
 	.set_owner = op_set_owner,
 	.send = op_send,
 	.recv = op_recv,

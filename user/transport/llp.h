@@ -77,10 +77,14 @@ struct xiw_llp_cb {
  * @ack_events: the transport sees every ACK itself (utcp): tracing ACKs
  *              costs nothing, so the engine arms watermarks even for
  *              zero-copy WRs in copy-completion mode instead of polling.
+ * @readable_level: @readable is level-triggered: an upcall that reads
+ *              nothing comes again while bytes wait (ksock's epoll), so
+ *              the owner may skip one while another thread reads.
  */
 struct xiw_llp_ops {
 	const char *name;
 	bool ack_events;
+	bool readable_level;
 	void (*set_owner)(struct xiw_llp *l, const struct xiw_llp_cb *cb, void *arg);
 	ssize_t (*send)(struct xiw_llp *l, const struct iovec *iov, int n, bool more);
 	ssize_t (*recv)(struct xiw_llp *l, struct iovec *iov, int n);
