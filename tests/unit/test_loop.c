@@ -3,7 +3,8 @@
  * Two QPs connected over 127.0.0.1 through the real CM and ksock transport:
  * SEND/RECV, RDMA WRITE and RDMA READ from 1 B to 1 MB with several SGEs,
  * receives posted late (the receive side pauses), many READs beyond ORD,
- * a WRITE ping-pong that waits on memory (the poll linger),
+ * a WRITE ping-pong that waits on memory (the poll linger), a readable
+ * upcall skipped while another thread runs the receive machine,
  * and a TERMINATE (WRITE to an invalid STag) that leaves both sides with
  * error/flush completions. The whole suite runs once per MPA mode (CRC,
  * markers, small FPDUs, MPA v1) and once with send completions on peer
@@ -1244,6 +1245,54 @@ static void test_read_fills_socket(void **state)
 	free(cb);
 }
 
+/* Spin (no library call) until @cq holds a CQE; fails after 10 s. */
+static void wait_cqe_unpolled(struct xiw_cq *cq)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (__atomic_load_n(&cq->head, __ATOMIC_ACQUIRE) ==
+	       __atomic_load_n(&cq->tail, __ATOMIC_RELAXED)) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 10)
+			fail_msg("no CQE within 10 s");
+		usleep(100);
+	}
+}
+
+/*
+ * A readable upcall that finds the receive machine busy in another thread
+ * (an app pass holds rx_lock: here the test does) is skipped, not waited
+ * for, and the bytes are still received once the lock is free, by the
+ * progress thread alone: nobody polls the CQ until its CQE is there.
+ */
+static void test_upcall_skip(void **state)
+{
+	uint64_t skips0 = xiw_rx_upcall_skips();
+	struct timespec t0, t;
+
+	(void)state;
+	fill(cli.buf, 4096, 77);
+	memset(srv.buf + SINK, 0, 4096);
+	post_recv(&srv, 7001, SINK, 4096, 2);
+	pthread_mutex_lock(&srv.qp->rx_lock);
+	post(&cli, 7002, IBV_WR_SEND, 0, 4096, 3, 0, 0, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (xiw_rx_upcall_skips() == skips0) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 10) {
+			pthread_mutex_unlock(&srv.qp->rx_lock);
+			fail_msg("the readable upcall never skipped the busy QP");
+		}
+		usleep(100);
+	}
+	pthread_mutex_unlock(&srv.qp->rx_lock);
+	wait_cqe_unpolled(srv.rcq);
+	expect_wc(srv.rcq, 7001, IBV_WC_RECV, 4096);
+	expect_wc(cli.scq, 7002, IBV_WC_SEND, 4096);
+	check_sink(&cli, &srv, 4096);
+}
+
 static int run_suite(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
@@ -1283,6 +1332,8 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_read_burst, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_read_fills_socket, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_upcall_skip, setup,
 						teardown),
 	};
 	int ret;

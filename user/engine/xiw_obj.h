@@ -571,7 +571,8 @@ struct xiw_qp {
 	_Atomic uint64_t rx_app_got_ns;		/* last app pass with bytes */
 	atomic_bool rx_app_mode;	/* progress thread left reading to apps */
 	uint8_t rx_upcall_skips;	/* readable upcalls skipped in a row
-					 * (progress thread; xiw_rx_readable) */
+					 * (ksock's progress thread counts,
+					 * rx_lock holders reset) */
 	uint32_t rx_reads;		/* reads that returned bytes (rx_lock
 					 * writes, release; TX corking reads) */
 	/* receive staging (xiw_qp_rx.c): bytes [stg_off, stg_len) of stg
@@ -814,6 +815,7 @@ void xiw_rx_kick(struct xiw_qp *qp);
 /** xiw_rx_poll() - non-blocking receive pass from an app thread. */
 bool xiw_rx_poll(struct xiw_qp *qp);
 bool xiw_rx_poll_now(struct xiw_qp *qp);
+uint64_t xiw_rx_upcall_skips(void);
 /** xiw_rx_fence() - wait until no app receive pass uses the old llp. */
 void xiw_rx_fence(struct xiw_qp *qp);
 
