@@ -816,6 +816,11 @@ target "adaptive wait: CPU <= 0.5 x busy-poll's" "a <= 0.5 * b" \
 	"$(fmt "$cq_a_cpu") ms vs 0.5 x $(fmt "$cq_p_cpu") ms" a="$cq_a_cpu" b="$cq_p_cpu"
 echo
 echo "issue 11 targets"
+for prog in ib_write_bw ib_send_bw; do
+	r4=$(ratio "${GBIT[$prog:4096]:-}" "$tcp_gbit" 3)
+	target "4 KB ${prog%_bw} >= 0.7 x iperf3" "r >= 0.7" \
+		"$(fmt "$r4") x ($(fmt "${GBIT[$prog:4096]:-}") / $(fmt "$tcp_gbit") Gb/s)" r="$r4"
+done
 for k in rate:ib_send_bw rate:ib_write_bw; do
 	target "64 B ${k#rate:} >= 1.0 x sockperf msg/s" "r >= 1.0" \
 		"$(fmt "$(ratio "${RATE[$k]:-}" "$sp_mrate" 3)") x ($(fmt "${RATE[$k]:-}") / $(fmt "$sp_mrate") Mmsg/s)" \
