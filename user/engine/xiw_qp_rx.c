@@ -1237,7 +1237,9 @@ static void rx_readable_locked(struct xiw_qp *qp)
 /**
  * xiw_rx_readable() - llp readable upcall (progress thread): receive until
  * the socket is empty, the machine waits for a receive buffer, or the
- * stream ends; then send the READ responses this burst made due.
+ * stream ends; then send the READ responses this burst made due. Returns
+ * at once, reading nothing, while another thread runs @arg's receive
+ * machine on a level-triggered transport (rx_hold_upcall).
  */
 void xiw_rx_readable(void *arg)
 {
