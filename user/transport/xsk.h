@@ -119,6 +119,12 @@ struct xsk_sock {
  * Return: 0 or -errno (which step failed is logged).
  */
 int xsk_sock_open(struct xsk_sock *s, int ifindex, uint32_t queue, bool zc);
+/**
+ * xsk_sock_open_tx() - a TX-only AF_XDP socket on @rxs's interface and
+ * queue, sharing its buffer pool (completions on @rxs->comp).
+ * Return: 0 or -errno.
+ */
+int xsk_sock_open_tx(struct xsk_sock *s, const struct xsk_sock *rxs, int ifindex);
 /** xsk_sock_close() - unmap the rings and close. */
 void xsk_sock_close(struct xsk_sock *s);
 
@@ -271,6 +277,8 @@ struct xsk_port {
 	bool by_rxq;			/* flows steer by RX queue (multi-queue) */
 	int nq;
 	struct xsk_sock q[XSK_MAX_Q];
+	struct xsk_sock txs;		/* TX-only socket on queue 0 (fd -1: none) */
+	struct xsk_sock *tx;		/* the TX ring's socket: &txs or &q[0] */
 	struct xiw_pfd rx_pfd[XSK_MAX_Q];
 	int slot_lock[XSK_MAX_Q];
 

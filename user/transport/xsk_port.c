@@ -20,8 +20,8 @@
  * at once: utcp's deliver callback copies the payload out.
  *
  * Transmit (any thread, port->tx_lock): a segment is copied into one or
- * more TX frames (multi-buffer, XDP_PKT_CONTD) on queue 0's socket; a
- * sendto() per batch makes copy mode transmit (one thread kicks at a
+ * more TX frames (multi-buffer, XDP_PKT_CONTD) on a TX-only socket of
+ * queue 0 (port_tx_socket); a sendto() per batch makes copy mode transmit (one thread kicks at a
  * time, without tx_lock: xsk_port_flush). Completed frames return
  * through the completion ring. The frames of one RX batch go to utcp as
  * an input batch: one ACK per connection at its end (xsk_conn_input_end).
@@ -134,6 +134,20 @@ static int port_tx_frames(struct xsk_port *p)
 	return 0;
 }
 
+/*
+ * Transmit on a TX-only socket of queue 0 (xsk_sock_open_tx says why); a
+ * kernel that refuses one leaves TX on queue 0's own ring, as before.
+ */
+static void port_tx_socket(struct xsk_port *p)
+{
+	int err = xsk_sock_open_tx(&p->txs, &p->q[0], p->ifindex);
+
+	p->tx = err ? &p->q[0] : &p->txs;
+	if (err)
+		xiw_log(XIW_LOG_INFO, "xsk: %s: no TX-only AF_XDP socket (%s): TX shares queue 0's socket",
+			p->ifname, strerror(-err));
+}
+
 static int port_sockets(struct xsk_port *p, char *why, size_t whylen)
 {
 	bool zc = p->maps.cfg_flags & XIW_XDP_CFG_ZEROCOPY;
@@ -159,6 +173,7 @@ static int port_sockets(struct xsk_port *p, char *why, size_t whylen)
 			return err;
 		}
 	}
+	port_tx_socket(p);
 	return 0;
 }
 
@@ -213,6 +228,8 @@ static struct xsk_port *port_new(int ifindex)
 		p->q[i].fd = -1;
 		p->slot_lock[i] = -1;
 	}
+	p->txs.fd = -1;
+	p->tx = &p->q[0];
 	pthread_mutex_init(&p->tx_lock, NULL);
 	pthread_mutex_init(&p->rx_lock, NULL);
 	pthread_mutex_init(&p->tbl_lock, NULL);
@@ -225,6 +242,8 @@ static struct xsk_port *port_new(int ifindex)
 /* Undo a failed set-up (no fd is registered with the progress thread). */
 static void port_free(struct xsk_port *p)
 {
+	if (p->txs.fd >= 0)
+		xsk_sock_close(&p->txs);
 	for (int i = 0; i < XSK_MAX_Q; i++) {
 		if (p->q[i].fd >= 0)
 			xsk_sock_close(&p->q[i]);
@@ -310,16 +329,20 @@ static void xsk_linger(void)
 	pthread_mutex_lock(&reg.lock);
 	for (int i = 0; i < reg.nports; i++) {
 		struct xsk_port *p = reg.ports[i];
-		struct xdp_statistics st = { 0 };
+		struct xdp_statistics st = { 0 }, tst = { 0 };
 		socklen_t len = sizeof(st);
 
+		/* the TX descriptors are the TX socket's (may be queue 0's) */
+		if (getsockopt(p->tx->fd, SOL_XDP, XDP_STATISTICS, &tst, &len))
+			memset(&tst, 0, sizeof(tst));
+		len = sizeof(st);
 		if (!getsockopt(p->q[0].fd, SOL_XDP, XDP_STATISTICS, &st, &len))
 			xiw_log(XIW_LOG_DEBUG, "xsk: %s queue 0: kernel drops: rx %llu, rx ring full %llu, fill ring empty %llu, invalid rx %llu / tx %llu descriptors",
 				p->ifname, (unsigned long long)st.rx_dropped,
 				(unsigned long long)st.rx_ring_full,
 				(unsigned long long)st.rx_fill_ring_empty_descs,
 				(unsigned long long)st.rx_invalid_descs,
-				(unsigned long long)st.tx_invalid_descs);
+				(unsigned long long)tst.tx_invalid_descs);
 		xiw_log(XIW_LOG_DEBUG, "xsk: %s: rx batches %llu, tx kicks (sendto) %llu",
 			p->ifname, (unsigned long long)p->rx_batches,
 			(unsigned long long)p->tx_kicks);
@@ -518,7 +541,7 @@ bool xsk_port_tx_room(struct xsk_port *p, uint32_t len)
 	pthread_mutex_lock(&p->tx_lock);
 	if (p->tx_nfree < need + 8)
 		tx_reclaim(p);
-	ok = p->tx_nfree >= need && xsk_prod_free(&p->q[0].tx) >= need;
+	ok = p->tx_nfree >= need && xsk_prod_free(&p->tx->tx) >= need;
 	if (!ok)
 		p->tx_starved = true;
 	pthread_mutex_unlock(&p->tx_lock);
@@ -667,7 +690,7 @@ int xsk_port_xmit(struct xsk_port *p, const uint8_t *eth, const uint8_t *hdr,
 		  uint32_t plen, bool sum)
 {
 	struct xsk_umem *u = xsk_umem_get(NULL);
-	struct xsk_sock *s = &p->q[0];
+	struct xsk_sock *s = p->tx;
 	struct txplan t = { .nd = 0 };
 	uint32_t pos;
 	int err;
@@ -722,7 +745,7 @@ int xsk_port_xmit(struct xsk_port *p, const uint8_t *eth, const uint8_t *hdr,
  */
 void xsk_port_flush(struct xsk_port *p)
 {
-	struct xsk_sock *s = &p->q[0];
+	struct xsk_sock *s = p->tx;
 	bool left;
 
 	pthread_mutex_lock(&p->tx_lock);
@@ -773,7 +796,7 @@ void xsk_port_flush(struct xsk_port *p)
  */
 void xsk_port_flush_wait(struct xsk_port *p, unsigned int max_ms)
 {
-	struct xsk_sock *s = &p->q[0];
+	struct xsk_sock *s = p->tx;
 	uint64_t end = xiw_now_ns() + (uint64_t)max_ms * 1000000ull;
 	uint32_t want;
 

@@ -235,6 +235,45 @@ int xsk_sock_open(struct xsk_sock *s, int ifindex, uint32_t queue, bool zc)
 	return err;
 }
 
+/*
+ * A TX-only socket on @rxs's queue: the RX socket then has no TX ring, so
+ * the progress thread's epoll on it no longer transmits. In copy mode
+ * xsk_poll() drives the TX ring of the socket it polls, under the same
+ * socket mutex as the sendto() of the thread that framed the segments:
+ * the two spun on each other (~7 % of a 64 KB ib_write_bw's CPU), and the
+ * mutex holder runs the peer's whole veth receive path inline.
+ * Shares @rxs's buffer pool (XDP_SHARED_UMEM, same queue: no fill or
+ * completion ring of its own, and no bind flags): completions appear on
+ * @rxs's completion ring.
+ */
+int xsk_sock_open_tx(struct xsk_sock *s, const struct xsk_sock *rxs, int ifindex)
+{
+	struct xdp_mmap_offsets off;
+	socklen_t len = sizeof(off);
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	s->queue = rxs->queue;
+	s->fd = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (s->fd < 0)
+		return -errno;
+	err = sockopt_int(s->fd, XDP_TX_RING, XSK_RING_SZ);
+	if (!err && getsockopt(s->fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &len))
+		err = -errno;
+	if (!err)
+		err = ring_map(s->fd, &s->tx, &off.tx, XSK_RING_SZ,
+			       sizeof(struct xdp_desc), XDP_PGOFF_TX_RING);
+	if (!err)
+		err = sock_bind(s, ifindex, true, rxs->fd, 0);
+	if (err) {
+		xsk_sock_close(s);
+		return err;
+	}
+	s->sg = rxs->sg;
+	s->zc = rxs->zc;
+	return 0;
+}
+
 void xsk_sock_close(struct xsk_sock *s)
 {
 	ring_unmap(&s->rx);
