@@ -228,4 +228,16 @@ void utcp_rq_free(struct utcp_conn *c);
 int utcp_rq_sack_blocks(const struct utcp_conn *c, uint32_t *s, uint32_t *e,
 			int max);
 
+/* utcp_csum_simd.c */
+/**
+ * utcp_csum_simd() - add the host-order 16-bit words of @s's first bytes
+ * to *@sum, copying them to @d (NULL: no copy), with AVX2 where the CPU
+ * has it. Return: bytes done (a multiple of 32; 0 below 64 bytes or
+ * without AVX2): the caller sums the rest.
+ */
+size_t utcp_csum_simd(uint8_t *d, const uint8_t *s, size_t n, uint64_t *sum);
+/** utcp_csum_simd_enable() - use AVX2 if the CPU has it (default), or not
+ *  (tests of the scalar loops). */
+void utcp_csum_simd_enable(bool on);
+
 #endif /* XIW_UTCP_INT_H */

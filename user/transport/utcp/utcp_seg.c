@@ -40,14 +40,15 @@ void utcp_csum_add(struct utcp_csum *cs, const void *p, size_t len)
 		cs->odd = false;
 	}
 	if (len >= 16) {
-		/* bulk: native 64-bit loads, 32-bit halves into a 64-bit sum;
+		/* bulk: 32-byte AVX2 blocks (utcp_csum_simd.c), then native
+		 * 64-bit loads, 32-bit halves into a 64-bit sum;
 		 * folded, that is the sum of host-order 16-bit words, and the
 		 * one's complement sum of byte-swapped words is the swapped
 		 * sum (RFC 1071 §2(B)) */
 		size_t n = len & ~(size_t)7;
 		uint64_t acc = 0, v;
 
-		for (size_t i = 0; i < n; i += 8) {
+		for (size_t i = utcp_csum_simd(NULL, b, n, &acc); i < n; i += 8) {
 			memcpy(&v, b + i, 8);
 			acc += (uint32_t)v;
 			acc += v >> 32;
@@ -80,9 +81,10 @@ void utcp_csum_add(struct utcp_csum *cs, const void *p, size_t len)
 
 void utcp_csum_copy(struct utcp_csum *cs, void *dst, const void *src, size_t len)
 {
-	/* one pass over @src: each 8-byte word is loaded once, stored and
-	 * added (the same split-halves sum as utcp_csum_add's bulk loop); the
-	 * odd byte before and the short tail go through utcp_csum_add */
+	/* one pass over @src: each 32-byte block (AVX2, utcp_csum_simd.c)
+	 * or 8-byte word is loaded once, stored and added (the same sums as
+	 * utcp_csum_add's bulk loop); the odd byte before and the short tail
+	 * go through utcp_csum_add */
 	const uint8_t *s = src;
 	uint8_t *d = dst;
 	size_t n;
@@ -95,7 +97,7 @@ void utcp_csum_copy(struct utcp_csum *cs, void *dst, const void *src, size_t len
 		len--;
 	}
 	n = len & ~(size_t)7;
-	for (size_t i = 0; i < n; i += 8) {
+	for (size_t i = utcp_csum_simd(d, s, n, &acc); i < n; i += 8) {
 		memcpy(&v, s + i, 8);
 		memcpy(d + i, &v, 8);
 		acc += (uint32_t)v;
