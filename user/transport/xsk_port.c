@@ -21,9 +21,9 @@
  *
  * Transmit (any thread, port->tx_lock): a segment is copied into one or
  * more TX frames (multi-buffer, XDP_PKT_CONTD) on a TX-only socket of
- * queue 0 (port_tx_socket); a sendto() per batch makes copy mode transmit (one thread kicks at a
- * time, without tx_lock: xsk_port_flush). Completed frames return
- * through the completion ring. The frames of one RX batch go to utcp as
+ * queue 0 (port_tx_socket); a sendto() per batch makes copy mode
+ * transmit (one thread kicks at a time, without tx_lock: xsk_port_flush).
+ * Completed frames return through queue 0's completion ring. The frames of one RX batch go to utcp as
  * an input batch: one ACK per connection at its end (xsk_conn_input_end).
  *
  * Timers: one timerfd per port at the earliest utcp deadline of its
