@@ -236,8 +236,9 @@ int xsk_sock_open(struct xsk_sock *s, int ifindex, uint32_t queue, bool zc)
 }
 
 /*
- * A TX-only socket on @rxs's queue: the RX socket then has no TX ring, so
- * the progress thread's epoll on it no longer transmits. In copy mode
+ * A TX-only socket on @rxs's queue: the RX socket's own TX ring (kept
+ * for the fallback) then stays empty, so the progress thread's epoll on
+ * it has nothing to transmit and never waits for the sender. In copy mode
  * xsk_poll() drives the TX ring of the socket it polls, under the same
  * socket mutex as the sendto() of the thread that framed the segments:
  * the two spun on each other (~7 % of a 64 KB ib_write_bw's CPU), and the
