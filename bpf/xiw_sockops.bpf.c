@@ -51,10 +51,11 @@ struct {
 /*
  * The registered sockets as bpftool can list them (socket storage cannot
  * be iterated from user space): key = the kernel's socket cookie, value =
- * a copy of the socket's state, refreshed once per round trip (RTT_CB)
- * and at every event, removed when the socket closes (by the engine when
- * it closes the stream, xiw_sockops_unregister(); here at TCP_CLOSE while
- * the owner's program is still attached). Shared and pinned
+ * a copy of the socket's state, added by the engine when it registers
+ * the socket, refreshed here once per round trip (RTT_CB) and at every
+ * event, removed when the socket closes (by the engine when it closes the
+ * stream or exits, user/engine/xiw_sockops_view.c; here at TCP_CLOSE
+ * while the owner's program is still attached). Shared and pinned
  * like xiw_sk_ack2 (xiw_sk_view2 in the host's /sys/fs/bpf/xiwarp).
  */
 struct {
@@ -74,7 +75,10 @@ static __always_inline void view_update(struct bpf_sock_ops *skops,
 {
 	__u64 key = bpf_get_socket_cookie(skops);
 
-	bpf_map_update_elem(&xiw_sk_view2, &key, st, BPF_ANY);
+	/* refresh only: the engine adds the entry when it registers the
+	 * socket and deletes it when it unregisters it; an ACK callback
+	 * racing that delete must not put the socket back */
+	bpf_map_update_elem(&xiw_sk_view2, &key, st, BPF_EXIST);
 }
 
 static __always_inline void emit(struct xiw_sk_ack *st, __u64 bytes_acked,

@@ -197,6 +197,79 @@ static void test_unhooked_refused(void **state)
 	close(srv);
 }
 
+/* the kernel's socket cookie: the listing's key */
+static uint64_t cookie_of(int fd)
+{
+	uint64_t ck = 0;
+	socklen_t len = sizeof(ck);
+
+	assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_COOKIE, &ck, &len), 0);
+	return ck;
+}
+
+/* the socket's entry in the bpftool listing */
+static int view_get(int view, int fd, struct xiw_sk_ack *st)
+{
+	uint64_t ck = cookie_of(fd);
+
+	return bpf_map_lookup_elem(view, &ck, st) ? -errno : 0;
+}
+
+/* one round trip of @n bytes from @cli to @srv */
+static void round_trip(int cli, int srv, size_t n)
+{
+	char buf[4096] = { 0 };
+
+	assert_true(n <= sizeof(buf));
+	assert_int_equal(write(cli, buf, n), (int)n);
+	assert_int_equal(recv(srv, buf, n, MSG_WAITALL), (int)n);
+}
+
+/*
+ * The listing (xiw_sk_view2) follows registration: register adds the
+ * socket, unregister deletes it, and the program only refreshes entries
+ * that exist, so ACK callbacks of a still-claimed socket whose entry was
+ * deleted (an unregister racing them) do not bring it back.
+ */
+static void test_view_follows_registration(void **state)
+{
+	struct xiw_sk_ack st;
+	int cli, srv, view;
+	uint64_t ck;
+
+	(void)state;
+	view = bpf_obj_get(XIW_BPF_PIN_SK_VIEW);
+	if (view < 0)	/* no bpffs: nothing shared to reach the map by */
+		skip();
+	tcp_pair(&cli, &srv);
+	assert_int_equal(view_get(view, cli, &st), -ENOENT);
+	assert_int_equal(xiw_sockops_register(cli, 0x1157ULL), 0);
+	assert_int_equal(view_get(view, cli, &st), 0);
+	assert_int_equal(st.owner, (uint32_t)getpid());
+	assert_int_equal(st.cookie, 0x1157ULL);
+	round_trip(cli, srv, 1000);
+	xiw_sockops_unregister(cli);
+	assert_int_equal(view_get(view, cli, &st), -ENOENT);
+
+	/* claimed again, its entry deleted behind the engine's back: the
+	 * round trips' callbacks (RTT_CB refreshes) must not re-add it */
+	assert_int_equal(xiw_sockops_register(cli, 0x1158ULL), 0);
+	assert_int_equal(xiw_sockops_state(cli, &st), 0);
+	assert_int_equal(st.owner, (uint32_t)getpid());
+	assert_int_equal(view_get(view, cli, &st), 0);
+	ck = cookie_of(cli);
+	assert_int_equal(bpf_map_delete_elem(view, &ck), 0);
+	for (int i = 0; i < 4; i++)
+		round_trip(cli, srv, 3000);
+	assert_int_equal(xiw_sockops_state(cli, &st), 0);
+	assert_true(st.acks > 0);	/* the callbacks did run */
+	assert_int_equal(view_get(view, cli, &st), -ENOENT);
+	xiw_sockops_unregister(cli);
+	close(view);
+	close(cli);
+	close(srv);
+}
+
 static void test_watermark_wraps(void **state)
 {
 	struct seen s = { 0 };
@@ -280,6 +353,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_unregistered_silent),
 		cmocka_unit_test(test_unhooked_refused),
 		cmocka_unit_test(test_watermark_wraps),
+		cmocka_unit_test(test_view_follows_registration),
 		cmocka_unit_test(test_owner_isolation),
 	};
 

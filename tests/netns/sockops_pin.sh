@@ -88,10 +88,49 @@ if xiw_wait_listen A $port 10 "$spid"; then
 		echo "PASS  a finished pair leaves no entry behind (client listed while running: $seen)"
 	else
 		echo "FAIL  after rping -C 2000 (client exit $crc, server exit $src): $left entries of pids $spid/$cpid still listed"
+		grep -B3 -A12 -E "\"owner\": ($spid|$cpid)," "$XIW_LOGDIR/dump3.json" | head -40
 		rc=1
 	fi
 else
 	echo "FAIL  second rping server did not listen"
+	rc=1
+fi
+# a program that returns from main with its connection, QP and MRs still
+# open (xiw_txmode's client does: no teardown at all) leaves no entry
+# either: the library's destructor takes its sockets out of the listing.
+# The server stops itself (-S) once connected, so the client's socket
+# cannot reach TCP_CLOSE (the program's own delete) before the check:
+# the peer's FIN comes only after SIGCONT. Ack mode completes the WRITEs
+# on the server kernel's TCP ACKs meanwhile.
+TXMODE="$BUILD/tests/netns/xiw_txmode"
+port=$((port + 1))
+xiw_bg A env XIW_TX_COMPLETION=ack "$XIWRUN" "$TXMODE" -s -S -p $port >"$XIW_LOGDIR/srv3.log" 2>&1
+spid=$XIW_LAST_PID
+if xiw_wait_listen A $port 10 "$spid"; then
+	xiw_bg B env XIW_TX_COMPLETION=ack "$XIWRUN" "$TXMODE" -c "$XIW_IP_A" -p $port \
+		-t lat -k 20 >"$XIW_LOGDIR/cli3.log" 2>&1
+	cpid=$XIW_LAST_PID
+	seen=0
+	for ((i = 0; i < 50; i++)); do
+		bpftool map dump pinned "$VIEW" >"$XIW_LOGDIR/dump4.json" 2>/dev/null &&
+			grep -q "\"owner\": $cpid," "$XIW_LOGDIR/dump4.json" && { seen=1; break; }
+		kill -0 "$cpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	xiw_wait_pid "$cpid" $((30 * XIW_TMUL)); crc=$?
+	bpftool map dump pinned "$VIEW" >"$XIW_LOGDIR/dump5.json" 2>/dev/null
+	left=$(grep -cE "\"owner\": $cpid," "$XIW_LOGDIR/dump5.json")
+	kill -CONT "$spid" 2>/dev/null	# reads the final SEND, checks the data
+	xiw_wait_pid "$spid" $((30 * XIW_TMUL)); src=$?
+	if [ $crc = 0 ] && [ $src = 0 ] && [ $seen = 1 ] && [ "$left" = 0 ]; then
+		echo "PASS  a program that exits with its connection open leaves no entry behind"
+	else
+		echo "FAIL  xiw_txmode exited with its connection open (client exit $crc, server exit $src, client listed while running: $seen): $left entries of client pid $cpid still listed"
+		tail -n 5 "$XIW_LOGDIR/cli3.log" "$XIW_LOGDIR/srv3.log"
+		rc=1
+	fi
+else
+	echo "FAIL  xiw_txmode server did not listen"
 	rc=1
 fi
 perm=$(stat -c '%a %U' /sys/fs/bpf/xiwarp "$VIEW" | tr '\n' ' ')

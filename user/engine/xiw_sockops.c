@@ -272,6 +272,11 @@ static int sk_map_fd(void)
 	return so.skel ? bpf_map__fd(so.skel->maps.xiw_sk_ack2) : -ENOENT;
 }
 
+static int view_map_fd(void)
+{
+	return so.skel ? bpf_map__fd(so.skel->maps.xiw_sk_view2) : -ENOENT;
+}
+
 /*
  * The program created the entry (owner 0) when the connection was
  * established and asked for its callbacks then; registering claims it.
@@ -295,15 +300,16 @@ int xiw_sockops_register(int sockfd, uint64_t cookie)
 	st.cookie = cookie;
 	st.owner = self;
 	st.armed = 0;
-	return bpf_map_update_elem(map, &sockfd, &st, BPF_EXIST) ? -errno : 0;
+	if (bpf_map_update_elem(map, &sockfd, &st, BPF_EXIST))
+		return -errno;
+	xiw_sk_view_add(view_map_fd(), sockfd, &st);
+	return 0;
 }
 
 void xiw_sockops_unregister(int sockfd)
 {
 	struct xiw_sk_ack st;
 	int map = sk_map_fd();
-	__u64 ck;
-	socklen_t len = sizeof(ck);
 
 	/* keep the entry (it says the socket has callbacks), drop the claim */
 	if (map < 0 || bpf_map_lookup_elem(map, &sockfd, &st) ||
@@ -315,8 +321,7 @@ void xiw_sockops_unregister(int sockfd)
 	/* and leave the listing now: the program's TCP_CLOSE callback may
 	 * never run for it (the FIN exchange ends after this process and
 	 * its program are gone) */
-	if (!getsockopt(sockfd, SOL_SOCKET, SO_COOKIE, &ck, &len))
-		bpf_map_delete_elem(bpf_map__fd(so.skel->maps.xiw_sk_view2), &ck);
+	xiw_sk_view_del(view_map_fd(), sockfd);
 }
 
 int xiw_sockops_state(int sockfd, struct xiw_sk_ack *out)

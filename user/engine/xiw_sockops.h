@@ -70,6 +70,15 @@ int xiw_sockops_register(int sockfd, uint64_t cookie);
  *  may be registered again). */
 void xiw_sockops_unregister(int sockfd);
 
+/*
+ * The bpftool listing (xiw_sockops_view.c): xiw_sk_view_add() puts
+ * @sockfd with state @st in listing map @map_fd (at register),
+ * xiw_sk_view_del() takes it out (at unregister); sockets still
+ * registered at exit are taken out by a library destructor.
+ */
+void xiw_sk_view_add(int map_fd, int sockfd, const struct xiw_sk_ack *st);
+void xiw_sk_view_del(int map_fd, int sockfd);
+
 /**
  * xiw_sockops_arm() - ask for one event when the socket's acknowledged-
  * bytes count (tcpi_bytes_acked) reaches @watermark, compared modulo
