@@ -61,6 +61,19 @@ if [ "$(stat -f -c %T /sys/fs/bpf)" != bpf_fs ]; then
 	echo "FAIL  the host's /sys/fs/bpf is not a bpffs"
 	rc=1
 fi
+# listed_while_running PID JSON: 1 if PID's socket shows up in the listing
+# (dumped to JSON) before PID exits, within 5 s; else 0
+listed_while_running() {
+	local pid=$1 json=$2 i
+	for ((i = 0; i < 50; i++)); do
+		bpftool map dump pinned "$VIEW" >"$json" 2>/dev/null &&
+			grep -q "\"owner\": $pid," "$json" && { echo 1; return; }
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo 0
+}
+
 # a pair that ends by itself (rping -C: both destroy their QPs and exit
 # 0) leaves the listing: the engine deletes a socket's entry when it
 # closes the stream (the program's own TCP_CLOSE callback would come after
@@ -73,13 +86,7 @@ if xiw_wait_listen A $port 10 "$spid"; then
 	xiw_bg B env XIW_TX_COMPLETION=ack "$XIWRUN" rping -c -a "$XIW_IP_A" -p $port \
 		-C 2000 >"$XIW_LOGDIR/cli2.log" 2>&1
 	cpid=$XIW_LAST_PID
-	seen=0
-	for ((i = 0; i < 50; i++)); do
-		bpftool map dump pinned "$VIEW" >"$XIW_LOGDIR/dump2.json" 2>/dev/null &&
-			grep -q "\"owner\": $cpid," "$XIW_LOGDIR/dump2.json" && { seen=1; break; }
-		kill -0 "$cpid" 2>/dev/null || break
-		sleep 0.1
-	done
+	seen=$(listed_while_running "$cpid" "$XIW_LOGDIR/dump2.json")
 	xiw_wait_pid "$cpid" 30; crc=$?
 	xiw_wait_pid "$spid" 30; src=$?
 	bpftool map dump pinned "$VIEW" >"$XIW_LOGDIR/dump3.json" 2>"$XIW_LOGDIR/dump3.err"
@@ -110,19 +117,13 @@ if xiw_wait_listen A $port 10 "$spid"; then
 	xiw_bg B env XIW_TX_COMPLETION=ack "$XIWRUN" "$TXMODE" -c "$XIW_IP_A" -p $port \
 		-t lat -k 20 >"$XIW_LOGDIR/cli3.log" 2>&1
 	cpid=$XIW_LAST_PID
-	seen=0
-	for ((i = 0; i < 50; i++)); do
-		bpftool map dump pinned "$VIEW" >"$XIW_LOGDIR/dump4.json" 2>/dev/null &&
-			grep -q "\"owner\": $cpid," "$XIW_LOGDIR/dump4.json" && { seen=1; break; }
-		kill -0 "$cpid" 2>/dev/null || break
-		sleep 0.1
-	done
+	seen=$(listed_while_running "$cpid" "$XIW_LOGDIR/dump4.json")
 	xiw_wait_pid "$cpid" $((30 * XIW_TMUL)); crc=$?
 	bpftool map dump pinned "$VIEW" >"$XIW_LOGDIR/dump5.json" 2>/dev/null
 	left=$(grep -cE "\"owner\": $cpid," "$XIW_LOGDIR/dump5.json")
 	kill -CONT "$spid" 2>/dev/null	# reads the final SEND, checks the data
 	xiw_wait_pid "$spid" $((30 * XIW_TMUL)); src=$?
-	if [ $crc = 0 ] && [ $src = 0 ] && [ $seen = 1 ] && [ "$left" = 0 ]; then
+	if [ $crc = 0 ] && [ $src = 0 ] && [ "$seen" = 1 ] && [ "$left" = 0 ]; then
 		echo "PASS  a program that exits with its connection open leaves no entry behind"
 	else
 		echo "FAIL  xiw_txmode exited with its connection open (client exit $crc, server exit $src, client listed while running: $seen): $left entries of client pid $cpid still listed"
