@@ -214,16 +214,11 @@ static bool qp_ack_take(struct xiw_qp *qp, uint32_t *una, uint32_t *outq)
 
 /*
  * Where to put the watermark: at the oldest tracked WR someone waits for,
- * a signalled one (its WC); the unsignalled WRs before it complete with
- * it. So an app that signals every Nth WR (perftest: every 100th) costs
- * one ACK event per N WRs, not one per WR. With none pending, the newest:
- * its ACK frees every pending WR's SQ slot at once. An unsignalled
- * zero-copy WR is no reason to stop earlier: nobody can see its pages
- * freed before the next signalled WC, which waits for them anyway (WRs
- * complete in order; release notifications are polled, qp_ack_poll).
- * Stopping at each one cost one ACK event, progress-thread wake-up and
- * scan per 64 KB zero-copy WRITE (12 k per 40000 in ib_write_bw).
- * tx_lock held, WRs pending.
+ * a signalled one (its WC) or a zero-copy one (its pages); the
+ * unsignalled WRs before it complete with it. So an app that signals
+ * every Nth WR (perftest: every 100th) costs one ACK event per N WRs, not
+ * one per WR. With none of those pending, the newest: its ACK frees every
+ * pending WR's SQ slot at once. tx_lock held, WRs pending.
  */
 static uint32_t ack_target(struct xiw_qp *qp, uint32_t una, uint32_t outq)
 {
@@ -233,7 +228,7 @@ static uint32_t ack_target(struct xiw_qp *qp, uint32_t una, uint32_t outq)
 		uint32_t id = xiw_txc_id_at(&qp->txc, i);
 		const struct xiw_sqe *e = &qp->sq[id & qp->sq_mask];
 
-		if (qp->sig_all || (e->flags & IBV_SEND_SIGNALED))
+		if (qp->sig_all || (e->flags & IBV_SEND_SIGNALED) || e->zc)
 			break;
 	}
 	return xiw_txc_target_at(&qp->txc, una, outq, i);
