@@ -61,11 +61,26 @@ xs_used_rdma() {
 # that never exit by themselves (redis-server, sockperf sr, iperf -s): the
 # client runs to its end (stdin from XS_STDIN, default /dev/null), then the
 # server is stopped (TERM, then KILL). The client must exit 0 and CHECK
-# (as for xs_run) must pass.
+# (as for xs_run) must pass. XS_RETRY_IF=REGEX: a failed run whose
+# client output or stderr matches REGEX is run once more (said in the
+# result line); only for races of the program under test, not xiwarp's.
 xs_serve() {
-	local label=$1 port=$2 t=$3 check=$4 srv=() cli=() spid crc=0 rc=0 why name t_begin
-	shift 4
+	local label=$1 retry=""
 	xc_give_up "$label" && return 0
+	xs_serve_once "$@"
+	if [ "$XS_RC" != 0 ] && [ -n "${XS_RETRY_IF:-}" ] &&
+		retry=$(cat "$XIW_PAIR_CLOG" "$XIW_PAIR_CERR" | grep -m1 -E "$XS_RETRY_IF"); then
+		xs_serve_once "$@"
+		XS_WHY="$XS_WHY (second try; the first failed with: $retry)"
+	fi
+	xc_result "$label" "$XS_RC" "$XS_WHY"
+}
+
+# xs_serve_once: one run of xs_serve's arguments; XS_RC and XS_WHY say how
+# it went.
+xs_serve_once() {
+	local label=$1 port=$2 t=$3 check=$4 srv=() cli=() spid crc=0 rc=0 why="" name t_begin
+	shift 4
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv+=("$1"); shift; done
 	[ $# -gt 0 ] && shift
 	cli=("$@")
@@ -82,7 +97,8 @@ xs_serve() {
 	spid=$XIW_LAST_PID
 	if ! xiw_wait_listen A "$port" "${XIW_LISTEN_TIMEOUT:-10}" "$spid" 2>>"$XIW_PAIR_SERR"; then
 		xiw_stop "$spid" 1 || true
-		xc_result "$label" 1 "(server did not listen on port $port)"
+		XS_RC=1
+		XS_WHY="(server did not listen on port $port)"
 		return 0
 	fi
 	xiw_in B timeout -k 5 "$((t * XIW_TMUL))" "${cli[@]}" \
@@ -107,7 +123,8 @@ xs_serve() {
 	elif [ $rc -eq 0 ]; then
 		why=$($check) || rc=1
 	fi
-	xc_result "$label" "$rc" "$why"
+	XS_RC=$rc
+	XS_WHY=$why
 }
 
 # xs_fell_back: one side' stderr say they fell back to kernel TCP.
