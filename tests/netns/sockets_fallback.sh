@@ -69,7 +69,7 @@ check_n() {
 # until it reads the probe's reset, and turns a connection that comes in
 # before that away (closed with the client's bytes unread: a reset). The
 # fallback connection races that, so one reset of the control connection
-# gets a second try (seen once in the ten runs of this test in the
+# gets a second try (seen once in the nine runs of this test in the
 # rehearsals of 2026-11-25).
 XS_RETRY_IF='unable to receive control message: Connection reset by peer' \
 	xs_serve iperf3/preloaded-client-plain-server 7711 120 check_n \
