@@ -465,6 +465,52 @@ static void test_poll_nap(void **state)
 	assert_int_equal(xiw_cq_destroy(cq), 0);
 }
 
+/* A thread that only burns CPU until *stop (test_poll_nap_loaded). */
+static void *hog_main(void *arg)
+{
+	const int *stop = arg;
+
+	while (!__atomic_load_n(stop, __ATOMIC_RELAXED))
+		;
+	return NULL;
+}
+
+/*
+ * The same nap on a loaded machine: as many CPU hogs as CPUs. The
+ * poller's yields then give the CPU away for whole time slices; the nap
+ * check must not take that time for the app doing something else (a gap
+ * restarts the empty streak) or the poller never naps and spins on
+ * beside the hogs. Fails with the gap measured across the yield: 0 naps
+ * in 200 ms, 4 of 4 runs.
+ */
+static void test_poll_nap_loaded(void **state)
+{
+	struct xiw_cq *cq = xiw_cq_create(NULL, 16, NULL, NULL);
+	struct poller p = { .cq = cq, .want = 1 };
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	pthread_t hogs[8];
+	int stop = 0, nhogs = ncpu < 1 ? 1 : ncpu > 8 ? 8 : (int)ncpu;
+	uint64_t sleeps, t0;
+
+	(void)state;
+	for (int i = 0; i < nhogs; i++)
+		assert_int_equal(pthread_create(&hogs[i], NULL, hog_main, &stop), 0);
+	assert_int_equal(pthread_create(&p.tid, NULL, poller_main, &p), 0);
+	usleep(200 * 1000);
+	sleeps = stats(cq).sleeps;
+	push(cq, 1, IBV_WC_SUCCESS);
+	t0 = now_ms();
+	while (__atomic_load_n(&p.got, __ATOMIC_RELAXED) < 1 && now_ms() - t0 < 2000)
+		usleep(50);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < nhogs; i++)
+		assert_int_equal(pthread_join(hogs[i], NULL), 0);
+	assert_int_equal(pthread_join(p.tid, NULL), 0);
+	assert_true(sleeps > 0);
+	assert_int_equal(p.got, 1);
+	assert_int_equal(xiw_cq_destroy(cq), 0);
+}
+
 /* xiw_cq_wait() during a poller's nap: it waits the nap out. */
 static void *napper_main(void *arg)
 {
@@ -518,9 +564,10 @@ static void *spinner_main(void *arg)
 /*
  * While a QP of the CQ is read by its pollers (rx_app_mode: a ping-pong)
  * the nap threshold is XIW_POLL_NAP_APP_US, not XIW_POLL_NAP_AFTER_US:
- * main() sets it to 60 s, so the poller of such a CQ spins 300 ms without
- * a nap, and naps once the QP leaves app mode. (XIW_POLL_RX=0: the poller
- * does not read the stand-in QP, which has no stream.)
+ * main() sets it to 60 s, so the poller of such a CQ spins 300 ms (and
+ * 1000 polls) without a nap, and naps once the QP leaves app mode.
+ * (XIW_POLL_RX=0: the poller does not read the stand-in QP, which has no
+ * stream.)
  */
 static void test_nap_app_mode(void **state)
 {
@@ -535,6 +582,11 @@ static void test_nap_app_mode(void **state)
 	assert_int_equal(xiw_cq_qp_add(cq, qp), 0);
 	assert_int_equal(pthread_create(&sp.tid, NULL, spinner_main, &sp), 0);
 	usleep(300 * 1000);
+	/* on a loaded machine each yield may cost a time slice: wait for
+	 * the polls rather than expect them within the 300 ms */
+	for (int i = 0; i < 1000 &&
+			__atomic_load_n(&sp.polls, __ATOMIC_RELAXED) <= 1000; i++)
+		usleep(10 * 1000);
 	polls = __atomic_load_n(&sp.polls, __ATOMIC_RELAXED);
 	assert_int_equal(stats(cq).sleeps, 0);
 	assert_true(polls > 1000);	/* it did poll, and did not nap */
@@ -561,6 +613,7 @@ int main(void)
 		cmocka_unit_test(test_channel_untouched),
 		cmocka_unit_test(test_spin),
 		cmocka_unit_test(test_poll_nap),
+		cmocka_unit_test(test_poll_nap_loaded),
 		cmocka_unit_test(test_wait_during_nap),
 		cmocka_unit_test(test_nap_app_mode),
 		cmocka_unit_test(test_signal),
