@@ -63,13 +63,18 @@ xs_used_rdma() {
 # server is stopped (TERM, then KILL). The client must exit 0 and CHECK
 # (as for xs_run) must pass. XS_RETRY_IF=REGEX: a failed run whose
 # client output or stderr matches REGEX is run once more (said in the
-# result line); only for races of the program under test, not xiwarp's.
+# result line, the first run's logs kept as *.try1); only for races of
+# the program under test, not xiwarp's.
 xs_serve() {
-	local label=$1 retry=""
+	local label=$1 retry="" f
 	xc_give_up "$label" && return 0
 	xs_serve_once "$@"
 	if [ "$XS_RC" != 0 ] && [ -n "${XS_RETRY_IF:-}" ] &&
 		retry=$(cat "$XIW_PAIR_CLOG" "$XIW_PAIR_CERR" | grep -m1 -E "$XS_RETRY_IF"); then
+		# the second run writes the same log names: keep the first's
+		for f in "$XIW_PAIR_SLOG" "$XIW_PAIR_SERR" "$XIW_PAIR_CLOG" "$XIW_PAIR_CERR"; do
+			mv -f "$f" "$f.try1" 2>/dev/null
+		done
 		xs_serve_once "$@"
 		XS_WHY="$XS_WHY (second try; the first failed with: $retry)"
 	fi
