@@ -216,7 +216,7 @@ static bool qp_ack_take(struct xiw_qp *qp, uint32_t *una, uint32_t *outq)
  * Where to put the watermark: at the oldest tracked WR someone waits for,
  * a signalled one (its WC) or a zero-copy one (its pages); the
  * unsignalled WRs before it complete with it. So an app that signals
- * every Nth WR (perftest: every 100th) costs one ACK event per N WRs, not
+ * every Nth WR (perftest with -Q N) costs one ACK event per N WRs, not
  * one per WR. With none of those pending, the newest: its ACK frees every
  * pending WR's SQ slot at once. tx_lock held, WRs pending.
  */
