@@ -65,12 +65,16 @@ check_n() {
 	fi
 	echo "kernel TCP, 16 MiB sent, $recv received"
 }
-# iperf3 -s runs one test at a time: it takes our probe for its test
-# until it reads the probe's reset, and turns a connection that comes in
-# before that away (closed with the client's bytes unread: a reset). The
-# fallback connection races that, so one reset of the control connection
-# gets a second try (seen once in the nine runs of this test in the
-# rehearsals of 2026-11-25).
+# iperf3 -s runs one test at a time: it takes our probe for its test,
+# and when the probe fails it closes that connection and then its
+# listener (a connection still queued there is reset) and listens again.
+# The probe used to end with an RST and the fallback connection raced
+# the close of the listener (its control connection reset: twice in 11
+# runs on 2026-11-25, once in both tries of a CI run). Now the probe
+# closes with a FIN and the fallback waits for iperf3 to close the probe
+# (test_cm: test_plain_server_closes); what stays is iperf3 being
+# preempted between its two close() calls, so that reset keeps its
+# second try.
 XS_RETRY_IF='unable to receive control message: Connection reset by peer' \
 	xs_serve iperf3/preloaded-client-plain-server 7711 120 check_n \
 	iperf3 -s -B "$XIW_IP_A" -p 7711 -- \

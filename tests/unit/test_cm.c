@@ -507,6 +507,114 @@ static void test_garbage(void **state)
 	xiw_cm_listener_destroy(l);
 }
 
+static uint64_t mono_ms(void);
+
+/*
+ * A plain TCP server (iperf3 -s, say) accepts on @ls, reads our MPA
+ * request as its own protocol and answers one byte (at *@t_answer, ms).
+ * Returns the accepted fd once our FIN arrived (read() returned 0: a
+ * FIN, not a reset).
+ */
+static int plain_server_answers(int ls, uint64_t *t_answer)
+{
+	struct pollfd p = { .events = POLLIN };
+	uint8_t req[XIW_MPA_HDR_LEN];
+	size_t got = 0;
+	ssize_t r;
+
+	p.fd = accept(ls, NULL, NULL);
+	assert_true(p.fd >= 0);
+	while (got < sizeof(req)) {
+		r = read(p.fd, req + got, sizeof(req) - got);
+		assert_true(r > 0);
+		got += (size_t)r;
+	}
+	assert_memory_equal(req, XIW_MPA_KEY_REQ, XIW_MPA_KEY_LEN);
+	*t_answer = mono_ms();
+	assert_int_equal(write(p.fd, "\x09", 1), 1);	/* iperf3's PARAM_EXCHANGE */
+	for (;;) {				/* the rest of the request, then FIN */
+		char b[512];
+
+		assert_int_equal(poll(&p, 1, 5000), 1);
+		r = read(p.fd, b, sizeof(b));
+		assert_true(r >= 0);		/* a reset here fails the test */
+		if (!r)
+			return p.fd;
+	}
+}
+
+static int plain_listen(struct sockaddr_storage *bound)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int ls = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(ls >= 0);
+	assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &len), 0);
+	memset(bound, 0, sizeof(*bound));
+	memcpy(bound, &a, sizeof(a));
+	return ls;
+}
+
+/* The plain server gets our FIN, not an RST, and CONNECT_ERROR (-EPROTO)
+ * comes only after it closed (a caller falling back to plain TCP then
+ * finds it done with this connection). */
+static void test_plain_server_closes(void **state)
+{
+	struct sockaddr_storage bound;
+	struct fake_qp q = { 0 };
+	int ls = plain_listen(&bound), fd;
+	struct rec_ev *e;
+	uint64_t t0;
+
+	(void)state;
+	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&q, NULL,
+					(struct sockaddr *)&bound, NULL, 0,
+					1, 1, on_event, &cli), 0);
+	fd = plain_server_answers(ls, &t0);
+	usleep(100 * 1000);
+	assert_int_equal(rec_count(&cli), 0);	/* waits for our close */
+	close(fd);
+	e = rec_wait(&cli, 0);
+	assert_int_equal(e->type, XIW_CM_CONNECT_ERROR);
+	assert_int_equal(e->status, -EPROTO);
+	assert_int_equal(q.attached, 0);
+	settle();
+	assert_int_equal(rec_count(&cli), 1);
+	close(ls);
+}
+
+/* A plain server that never closes: CONNECT_ERROR (-EPROTO) after the
+ * 500 ms wait, and the connection is reset then. */
+static void test_plain_server_stays(void **state)
+{
+	struct sockaddr_storage bound;
+	struct fake_qp q = { 0 };
+	int ls = plain_listen(&bound), fd;
+	struct pollfd p = { .events = POLLIN };
+	struct rec_ev *e;
+	uint64_t t0;
+
+	(void)state;
+	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&q, NULL,
+					(struct sockaddr *)&bound, NULL, 0,
+					1, 1, on_event, &cli), 0);
+	fd = plain_server_answers(ls, &t0);
+	e = rec_wait(&cli, 0);
+	assert_int_equal(e->type, XIW_CM_CONNECT_ERROR);
+	assert_int_equal(e->status, -EPROTO);
+	assert_true(mono_ms() - t0 >= 500);	/* the wait starts after the answer */
+	p.fd = fd;			/* after the FIN, only the RST raises POLLHUP */
+	p.events = 0;
+	assert_int_equal(poll(&p, 1, 5000), 1);
+	assert_true(p.revents & POLLHUP);
+	close(fd);
+	close(ls);
+}
+
 static void test_relisten(void **state)
 {
 	struct sockaddr_storage bound, again;
@@ -644,6 +752,8 @@ int main(void)
 		cmocka_unit_test_setup(test_unreachable, setup),
 		cmocka_unit_test_setup(test_refused_then_listen, setup),
 		cmocka_unit_test_setup(test_garbage, setup),
+		cmocka_unit_test_setup(test_plain_server_closes, setup),
+		cmocka_unit_test_setup(test_plain_server_stays, setup),
 		cmocka_unit_test_setup(test_relisten, setup),
 		cmocka_unit_test_setup(test_destroy_with_pending, setup),
 		cmocka_unit_test_setup(test_qp_gone_while_connecting, setup),

@@ -134,16 +134,86 @@ static void active_reply(struct xiw_cm_conn *c)
 	active_attach(c);
 }
 
+/* ------------------------------------------- a peer that is not MPA --- */
+
+/*
+ * How long an active open that met a plain TCP server (its first bytes
+ * are not "MPA ID Rep Frame") waits for that server to close the
+ * connection after our FIN before it reports CONNECT_ERROR (-EPROTO).
+ * The wait is for callers that fall back to plain TCP on the same port
+ * (libxiwsock): a one-client-at-a-time server (iperf3 -s) handles our
+ * probe as its client and, only when it read our close, re-opens its
+ * listener; a fallback connection that reached the old listener before
+ * that is reset with it. An RST instead of the FIN raced exactly so.
+ */
+#define XIW_CM_NOT_MPA_WAIT_MS 500
+
+/* The reply's first bytes are no MPA key: a plain TCP peer, no iWARP one. */
+static bool reply_not_mpa(const struct xiw_cm_conn *c)
+{
+	size_t n = c->rlen < XIW_MPA_KEY_LEN ? c->rlen : XIW_MPA_KEY_LEN;
+
+	return n && memcmp(c->rep_buf, XIW_MPA_KEY_REP, n) != 0;
+}
+
+static void not_mpa_done(struct xiw_cm_conn *c)
+{
+	cm_fail(c, XIW_CM_CONNECT_ERROR, -EPROTO);
+}
+
+static void not_mpa_timeout(void *arg)
+{
+	struct xiw_cm_conn *c = arg;
+
+	xiw_log(XIW_LOG_INFO, "CM: the plain TCP peer kept the connection open %d ms after our close: resetting it",
+		XIW_CM_NOT_MPA_WAIT_MS);
+	not_mpa_done(c);
+}
+
+/* Discard what the plain peer still sends; its EOF or reset ends the wait. */
+static void not_mpa_readable(struct xiw_cm_conn *c)
+{
+	uint8_t junk[512];
+	struct iovec iov = { .iov_base = junk, .iov_len = sizeof(junk) };
+	size_t total = 0;
+	ssize_t r = -EAGAIN;
+
+	while (total < (1u << 20) && (r = xiw_llp_recv(c->llp, &iov, 1)) > 0)
+		total += (size_t)r;
+	if (total < (1u << 20) && r != -EAGAIN)
+		not_mpa_done(c);
+}
+
+static void not_mpa_start(struct xiw_cm_conn *c)
+{
+	xiw_log(XIW_LOG_WARN, "CM: the peer at this port is not an iWARP (MPA) peer: it answered with other bytes; closing the connection");
+	c->state = CS_NOT_MPA;
+	xiw_progress_timer_arm(&c->timer, XIW_CM_NOT_MPA_WAIT_MS,
+			       not_mpa_timeout, c);
+	if (xiw_llp_shutdown(c->llp))
+		not_mpa_done(c);
+	else
+		not_mpa_readable(c);
+}
+
 static void active_readable(void *arg)
 {
 	struct xiw_cm_conn *c = arg;
 	int r;
 
+	if (c->state == CS_NOT_MPA) {
+		not_mpa_readable(c);
+		return;
+	}
 	if (c->state != CS_REQ_SENT)
 		return;
 	r = cm_read_frame(c, true);
 	if (!r)
 		return;
+	if (r == -EPROTO && reply_not_mpa(c)) {
+		not_mpa_start(c);
+		return;
+	}
 	if (r < 0) {
 		xiw_log(XIW_LOG_WARN, "CM: bad MPA reply from the peer: %s",
 			r == -EPROTO ? "not a valid MPA reply frame" : strerror(-r));
@@ -255,6 +325,8 @@ static void active_closed(void *arg, int err)
 		cm_fail(c, XIW_CM_UNREACHABLE, err);
 	else if (c->state == CS_REQ_SENT)
 		cm_fail(c, XIW_CM_CONNECT_ERROR, err);
+	else if (c->state == CS_NOT_MPA)
+		not_mpa_done(c);
 }
 
 const struct xiw_llp_cb cm_active_cb = {

@@ -26,6 +26,8 @@
 enum cm_state {
 	CS_TCP_CONNECTING,	/* active: TCP SYN sent */
 	CS_REQ_SENT,		/* active: MPA request sent, reading the reply */
+	CS_NOT_MPA,		/* active: a plain TCP peer answered: our FIN
+				 * sent, waiting for its close (bounded) */
 	CS_REQ_WAIT,		/* passive: reading the MPA request */
 	CS_PENDING,		/* passive: CONNECT_REQUEST raised, app decides */
 	CS_RTR_WAIT,		/* passive p2p: QP attached, waiting for RTR */

@@ -266,9 +266,11 @@ static int xs_adopt_fd(struct xs_sock *s, int fd, int rfd)
 
 /*
  * The probe reached a listener that is no RDMA peer (EPROTO: not an MPA
- * reply). Some servers (iperf3 -s) take the probe as a client, fail on
- * it and re-open their listener, so a connect right behind it can be
- * refused for a moment: retry that (2, 4 .. 128 ms, 0.25 s in all).
+ * reply; the CM has waited for that server to close the probe, see
+ * XIW_CM_NOT_MPA_WAIT_MS). Some servers (iperf3 -s) take the probe as a
+ * client, fail on it and re-open their listener, so a connect right
+ * behind it can be refused for a moment: retry that (2, 4 .. 128 ms,
+ * 0.25 s in all).
  */
 static int xs_plain_connect(int fd, const struct sockaddr *addr, socklen_t len,
 			    bool probed)
