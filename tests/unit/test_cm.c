@@ -559,6 +559,16 @@ static int plain_listen(struct sockaddr_storage *bound)
 	return ls;
 }
 
+/* Connect @q to the plain server on @ls; return its fd once our FIN came. */
+static int plain_connect(struct fake_qp *q, int ls,
+			 const struct sockaddr_storage *bound, uint64_t *t_answer)
+{
+	assert_int_equal(xiw_cm_connect((struct xiw_qp *)q, NULL,
+					(const struct sockaddr *)bound, NULL, 0,
+					1, 1, on_event, &cli), 0);
+	return plain_server_answers(ls, t_answer);
+}
+
 /* The plain server gets our FIN, not an RST, and CONNECT_ERROR (-EPROTO)
  * comes only after it closed (a caller falling back to plain TCP then
  * finds it done with this connection). */
@@ -571,10 +581,7 @@ static void test_plain_server_closes(void **state)
 	uint64_t t0;
 
 	(void)state;
-	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&q, NULL,
-					(struct sockaddr *)&bound, NULL, 0,
-					1, 1, on_event, &cli), 0);
-	fd = plain_server_answers(ls, &t0);
+	fd = plain_connect(&q, ls, &bound, &t0);
 	usleep(100 * 1000);
 	assert_int_equal(rec_count(&cli), 0);	/* waits for our close */
 	close(fd);
@@ -599,10 +606,7 @@ static void test_plain_server_stays(void **state)
 	uint64_t t0;
 
 	(void)state;
-	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&q, NULL,
-					(struct sockaddr *)&bound, NULL, 0,
-					1, 1, on_event, &cli), 0);
-	fd = plain_server_answers(ls, &t0);
+	fd = plain_connect(&q, ls, &bound, &t0);
 	e = rec_wait(&cli, 0);
 	assert_int_equal(e->type, XIW_CM_CONNECT_ERROR);
 	assert_int_equal(e->status, -EPROTO);
