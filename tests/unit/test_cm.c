@@ -583,7 +583,9 @@ static void test_plain_server_closes(void **state)
 	(void)state;
 	fd = plain_connect(&q, ls, &bound, &t0);
 	usleep(100 * 1000);
-	assert_int_equal(rec_count(&cli), 0);	/* waits for our close */
+	/* waits for our close (unless a loaded machine overslept the 500 ms) */
+	if (mono_ms() - t0 < 450)
+		assert_int_equal(rec_count(&cli), 0);
 	close(fd);
 	e = rec_wait(&cli, 0);
 	assert_int_equal(e->type, XIW_CM_CONNECT_ERROR);
