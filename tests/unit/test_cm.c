@@ -2,6 +2,7 @@
 /*
  * CM on loopback 127.0.0.1: MPA negotiation rules, CONNECT_REQUEST with
  * private data, reject, unreachable, garbage from a raw TCP client,
+ * CONNECT_REQUESTs in accept order (and the bound on that wait),
  * re-listen, listener destroy with a pending request, and a whole
  * connect/accept/RTR/ESTABLISHED/DISCONNECTED run against a fake QP
  * (xiw_qp_attach/send_rtr/detach are defined here; the real QP data path
@@ -14,6 +15,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -621,6 +623,90 @@ static void test_plain_server_stays(void **state)
 	close(ls);
 }
 
+/*
+ * A valid MPA v1 request whose one byte of private data is @tag (the
+ * CONNECT_REQUEST shows which client it came from).
+ */
+static void send_request(int fd, uint8_t tag)
+{
+	uint8_t f[XIW_MPA_HDR_LEN + 1] = "MPA ID Req Frame";
+
+	f[16] = 0;		/* no markers, no CRC */
+	f[17] = 1;		/* revision 1 */
+	f[18] = 0;
+	f[19] = 1;		/* pd_len */
+	f[20] = tag;
+	assert_int_equal(write(fd, f, sizeof(f)), (ssize_t)sizeof(f));
+}
+
+/* The tag of server event @idx, a CONNECT_REQUEST; rejects it. */
+static int request_tag(int idx)
+{
+	struct rec_ev *e = rec_wait(&srv, idx);
+
+	assert_int_equal(e->type, XIW_CM_CONNECT_REQUEST);
+	assert_int_equal(e->plen, 1);
+	assert_int_equal(xiw_cm_reject(e->conn, NULL, 0), 0);
+	return e->pd[0];
+}
+
+/*
+ * Requests read in another order than their connections were accepted
+ * still reach the app in accept order (perftest -R -q N pairs its QPs
+ * by that order). connect() returns once the kernel queued the
+ * connection, so the listener accepts c[0], c[1], c[2] in this order.
+ */
+static void test_requests_in_accept_order(void **state)
+{
+	struct sockaddr_storage bound;
+	struct xiw_cm_listener *l = listen_lo(&bound);
+	int c[3];
+	uint64_t t0;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		c[i] = raw_client(&bound, NULL, 0);
+	t0 = mono_ms();
+	send_request(c[2], 2);
+	send_request(c[1], 1);
+	usleep(100 * 1000);
+	/* held back by c[0]: the bound (main: 1000 ms) cannot be over yet */
+	if (mono_ms() - t0 < 900)
+		assert_int_equal(rec_count(&srv), 0);
+	send_request(c[0], 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(request_tag(i), i);
+	for (int i = 0; i < 3; i++)
+		close(c[i]);
+	xiw_cm_listener_destroy(l);
+}
+
+/*
+ * An earlier connection that sends no request holds a later one back
+ * for XIW_CM_ORDER_MS (main: 1000 ms) at most; its own request, when it
+ * comes, is raised at once.
+ */
+static void test_request_order_bound(void **state)
+{
+	struct sockaddr_storage bound;
+	struct xiw_cm_listener *l = listen_lo(&bound);
+	int c0, c1;
+	uint64_t t0;
+
+	(void)state;
+	c0 = raw_client(&bound, NULL, 0);
+	c1 = raw_client(&bound, NULL, 0);
+	t0 = mono_ms();
+	send_request(c1, 1);
+	assert_int_equal(request_tag(0), 1);
+	assert_true(mono_ms() - t0 >= 990);	/* timers never fire early */
+	send_request(c0, 0);
+	assert_int_equal(request_tag(1), 0);
+	close(c0);
+	close(c1);
+	xiw_cm_listener_destroy(l);
+}
+
 static void test_relisten(void **state)
 {
 	struct sockaddr_storage bound, again;
@@ -749,6 +835,8 @@ static void test_establish_disconnect(void **state)
 
 int main(void)
 {
+	/* long enough that a loaded machine cannot outlast it by accident */
+	setenv("XIW_CM_ORDER_MS", "1000", 1);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_negotiate_v2, setup),
 		cmocka_unit_test_setup(test_negotiate_v1_and_bits, setup),
@@ -760,6 +848,8 @@ int main(void)
 		cmocka_unit_test_setup(test_garbage, setup),
 		cmocka_unit_test_setup(test_plain_server_closes, setup),
 		cmocka_unit_test_setup(test_plain_server_stays, setup),
+		cmocka_unit_test_setup(test_requests_in_accept_order, setup),
+		cmocka_unit_test_setup(test_request_order_bound, setup),
 		cmocka_unit_test_setup(test_relisten, setup),
 		cmocka_unit_test_setup(test_destroy_with_pending, setup),
 		cmocka_unit_test_setup(test_qp_gone_while_connecting, setup),

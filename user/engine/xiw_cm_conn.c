@@ -54,6 +54,12 @@ struct xiw_cm_conn *cm_conn_by_qp(const struct xiw_qp *qp)
 	return NULL;
 }
 
+/** cm_conn_first() - the newest live connection (walk on with ->next). */
+struct xiw_cm_conn *cm_conn_first(void)
+{
+	return cm_conns;
+}
+
 /** cm_conn_of_listener() - a live connection of @l that is not orphaned
  *  yet, or NULL. */
 struct xiw_cm_conn *cm_conn_of_listener(const struct cm_listener *l)

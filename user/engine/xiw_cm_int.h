@@ -22,6 +22,8 @@
 #include "llp.h"
 
 #define XIW_CM_TIMEOUT_MS 10000	/* TCP connect + MPA exchange, RTR wait */
+#define XIW_CM_ORDER_MS 250	/* a request waits this long at most for
+				 * those of earlier accepted connections */
 
 enum cm_state {
 	CS_TCP_CONNECTING,	/* active: TCP SYN sent */
@@ -42,6 +44,8 @@ struct cm_listener {
 	void *arg;
 	int refs;		/* the app's + one per queued event */
 	bool dead;		/* destroyed: drop its CONNECT_REQUESTs */
+	uint64_t accepted;	/* connections accepted (xiw_cm_order.c) */
+	struct xiw_ptimer order_timer;	/* bounds a held request's wait */
 };
 
 struct xiw_cm_conn {
@@ -52,6 +56,11 @@ struct xiw_cm_conn {
 	bool final;		/* DISCONNECTED or a failure event raised */
 	bool delivered;		/* CONNECT_REQUEST reached the app */
 	bool orphan;		/* listener destroyed while PENDING */
+	bool req_held;		/* PENDING, CONNECT_REQUEST not raised yet:
+				 * an earlier accepted conn reads its own */
+	bool order_skip;	/* too slow: holds no later request back */
+	uint64_t accept_seq;	/* passive: its place in the listener's
+				 * accept order */
 	int broken;		/* -errno seen while PENDING (reading paused) */
 	int closed_err;		/* from xiw_cm_stream_closed() */
 	struct xiw_llp *llp;
@@ -78,6 +87,7 @@ struct xiw_cm_conn *cm_conn_new(bool active);
 void cm_conn_get(struct xiw_cm_conn *c);
 void cm_conn_put(struct xiw_cm_conn *c);
 struct xiw_cm_conn *cm_conn_by_qp(const struct xiw_qp *qp);
+struct xiw_cm_conn *cm_conn_first(void);
 struct xiw_cm_conn *cm_conn_of_listener(const struct cm_listener *l);
 void cm_conn_finish(struct xiw_cm_conn *c);
 void cm_emit(struct xiw_cm_conn *c, enum xiw_cm_event_type type, int status,
@@ -89,6 +99,10 @@ int cm_send_frame(struct xiw_cm_conn *c, const uint8_t *buf, int len);
 int cm_encode(struct xiw_cm_conn *c, bool is_reply);
 void cm_listener_put(struct cm_listener *l);
 void cm_timer(struct xiw_cm_conn *c, void (*fn)(void *arg));
+
+/* xiw_cm_order.c: CONNECT_REQUESTs in accept order */
+void cm_order_accepted(struct xiw_cm_conn *c);
+void cm_order_release(struct cm_listener *l);
 
 /* xiw_cm.c (active side) */
 extern const struct xiw_llp_cb cm_active_cb;

@@ -26,9 +26,14 @@ void cm_listener_put(struct cm_listener *l)
 
 static void passive_drop(struct xiw_cm_conn *c, const char *why, int err)
 {
+	struct cm_listener *l = c->lst;
+
 	xiw_log(XIW_LOG_INFO, "CM: dropping incoming connection: %s (%s)", why,
 		err ? strerror(-err) : "no error");
+	__atomic_add_fetch(&l->refs, 1, __ATOMIC_RELAXED);
 	cm_fail(c, XIW_CM_CONNECT_ERROR, err);
+	cm_order_release(l);	/* requests it held back */
+	cm_listener_put(l);
 }
 
 static void passive_timeout(void *arg)
@@ -47,7 +52,8 @@ static void passive_request(struct xiw_cm_conn *c)
 	xiw_progress_timer_cancel(&c->timer);
 	/* the initiator sends nothing more until our reply: stop reading */
 	xiw_llp_pause_read(c->llp, true);
-	cm_emit(c, XIW_CM_CONNECT_REQUEST, 0, c->req.pdata, c->req.plen);
+	c->req_held = true;	/* raised in accept order */
+	cm_order_release(c->lst);
 }
 
 static void passive_readable(void *arg)
@@ -96,6 +102,7 @@ static void passive_new(void *arg, struct xiw_llp *l)
 	c->llp = l;
 	c->lst = lst;
 	__atomic_add_fetch(&lst->refs, 1, __ATOMIC_RELAXED);
+	cm_order_accepted(c);
 	c->state = CS_REQ_WAIT;
 	xiw_llp_addrs(l, &c->local, &c->peer);
 	cm_timer(c, passive_timeout);
@@ -207,6 +214,7 @@ static void listener_destroy_on_progress(void *arg)
 	struct xiw_cm_conn *c;
 
 	l->dead = true;
+	xiw_progress_timer_cancel(&l->order_timer);
 	xiw_llp_listener_close(l->ks);
 	/* restart after each finish: it unlinks from the list */
 	do {
