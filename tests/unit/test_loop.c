@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -833,6 +834,143 @@ static void test_cork_destroy(void **state)
 	cfg->cork_ns = win;
 }
 
+/* ------------------------------------------------ corking, threads --- */
+
+static struct side srv2 = { .name = "server 2" }, cli2 = { .name = "client 2" };
+
+/* A second connected pair (the listener's requests go to srv.pending). */
+static void pair2_up(void)
+{
+	side_init(&srv2);
+	side_init(&cli2);
+	pthread_mutex_lock(&srv.lock);
+	srv.pending = NULL;
+	pthread_mutex_unlock(&srv.lock);
+	assert_int_equal(xiw_cm_connect(cli2.qp, NULL, (struct sockaddr *)&bound,
+					"hi", 2, 8, 8, on_event, &cli2), 0);
+	assert_int_equal(xiw_cm_accept(wait_pending(&srv), srv2.qp, NULL, 0, 8,
+				       8, on_event, &srv2), 0);
+	wait_for(&srv2, &srv2.established, 1);
+	wait_for(&cli2, &cli2.established, 1);
+}
+
+static void pair2_down(void)
+{
+	xiw_cm_disconnect(cli2.qp);
+	wait_for(&cli2, &cli2.disconnected, 1);
+	wait_for(&srv2, &srv2.disconnected, 1);
+	side_fini(&cli2);
+	side_fini(&srv2);
+}
+
+struct cork_poster {
+	struct side *a, *b;
+	int n, bad;
+};
+
+/* Post @n 4 KB WRITEs a -> b, one per call, at most 128 in flight;
+ * poll the send CQ (each poll flushes every QP's corks). 4 KB: every
+ * fifth WR is past the cork's byte limit and goes at once with those
+ * held, so the next one lists the QP again. */
+static void *cork_post_loop(void *arg)
+{
+	struct cork_poster *p = arg;
+	struct ibv_sge sg = { (uintptr_t)p->a->buf, 4096, p->a->mr->ibv.lkey };
+	struct ibv_send_wr wr = { .wr_id = 700, .sg_list = &sg, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc[16];
+	int posted = 0, done = 0, k;
+	uint64_t end = xiw_now_ns() + 120ull * 1000000000;
+
+	wr.wr.rdma.remote_addr = IOVA_BASE + SINK;
+	wr.wr.rdma.rkey = p->b->mr->ibv.rkey;
+	while (done < p->n && !p->bad) {
+		if (xiw_now_ns() > end) {	/* WRs held and never sent */
+			p->bad = 3;
+			break;
+		}
+		while (posted < p->n && posted - done < 128) {
+			if (xiw_post_send(p->a->qp, &wr, &bad)) {
+				p->bad = 1;
+				break;
+			}
+			posted++;
+		}
+		k = xiw_cq_poll(p->a->scq, 16, wc);
+		for (int i = 0; i < k; i++)
+			if (wc[i].status != IBV_WC_SUCCESS)
+				p->bad = 2;
+		done += k > 0 ? k : 0;
+	}
+	return NULL;
+}
+
+static atomic_bool flush_stop;
+
+static void *cork_flush_loop(void *unused)
+{
+	(void)unused;
+	while (!atomic_load(&flush_stop))
+		xiw_tx_cork_flush();
+	return NULL;
+}
+
+/* @qp's references once its queued work ran: the count when it is 0 or
+ * after 10 s (tx kicks and datamover turns queued by the posts take
+ * their own for a while). */
+static int qp_refs_settled(struct xiw_qp *qp)
+{
+	int n = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		pthread_mutex_lock(&qp->ref_lock);
+		n = qp->refs;
+		pthread_mutex_unlock(&qp->ref_lock);
+		if (!n)
+			break;
+		usleep(10 * 1000);
+	}
+	return n;
+}
+
+/*
+ * Two QPs cork and post while other threads flush: every reference the
+ * cork list took is dropped once (the flush used to chain the QPs it
+ * took through cork_next, which a poster listing one of them again
+ * rewrote: the rest of the chain lost its references and destroy waited
+ * forever, QPs still listed lost one, or a QP that was not listed any
+ * more held its WRs for good). A 500 ms window: every WR after a send
+ * corks until the next flush.
+ */
+static void test_cork_race(void **state)
+{
+	struct xiw_txcfg *cfg = (struct xiw_txcfg *)xiw_tx_config();
+	uint64_t win = cfg->cork_ns;
+	struct cork_poster p1 = { &cli, &srv, 40000, 0 };
+	struct cork_poster p2 = { &cli2, &srv2, 40000, 0 };
+	pthread_t t1, t2, tf;
+
+	(void)state;
+	pair2_up();
+	cfg->cork_ns = 500ull * 1000000;
+	atomic_store(&flush_stop, false);
+	assert_int_equal(pthread_create(&tf, NULL, cork_flush_loop, NULL), 0);
+	assert_int_equal(pthread_create(&t1, NULL, cork_post_loop, &p1), 0);
+	assert_int_equal(pthread_create(&t2, NULL, cork_post_loop, &p2), 0);
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	atomic_store(&flush_stop, true);
+	pthread_join(tf, NULL);
+	cfg->cork_ns = win;
+	assert_int_equal(p1.bad, 0);
+	assert_int_equal(p2.bad, 0);
+	xiw_tx_cork_flush();
+	assert_int_equal(qp_refs_settled(cli.qp), 0);
+	assert_int_equal(qp_refs_settled(cli2.qp), 0);
+	pair2_down();
+}
+
 /* SENDs arrive before any receive is posted: reading pauses, resumes. */
 static void test_late_recv(void **state)
 {
@@ -1340,6 +1478,7 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_bulk_tail_unstaged, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_cork, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cork_race, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cork_destroy, setup,
 						teardown_cli_destroyed),
 		cmocka_unit_test_setup_teardown(test_late_recv, setup, teardown),

@@ -57,16 +57,28 @@ static void cork_arm_fn(void *unused)
 	cork_arm_us(backstop_ns() / 1000u);
 }
 
-/* Unlink every listed QP whose cork is over or older than @older_ns
- * (0: all) onto the returned chain; cork_lock held. *@oldest: the
- * earliest cork start left listed (0: none). */
-static struct xiw_qp *cork_take(uint64_t now, uint64_t older_ns,
-				uint64_t *oldest)
+#define CORK_TAKE 32	/* QPs taken off the list per cork_take() */
+
+/*
+ * Unlink up to @max listed QPs whose cork is over or older than
+ * @older_ns (0: all) into @out; cork_lock held. Return how many. With
+ * fewer than @max, none is left due and *@oldest is the earliest cork
+ * start left listed (0: none).
+ *
+ * An array, not a chain through cork_next: the moment cork_lock is
+ * dropped a poster may list a taken QP again, which rewrites its
+ * cork_next (a chain walked after that went on along the list instead,
+ * dropped the references of the QPs behind it, and one destroy waited
+ * forever on ib_send_bw -q 4).
+ */
+static int cork_take(uint64_t now, uint64_t older_ns, uint64_t *oldest,
+		     struct xiw_qp **out, int max)
 {
-	struct xiw_qp *due = NULL, **pp = &cork_head;
+	struct xiw_qp **pp = &cork_head;
+	int n = 0;
 
 	*oldest = 0;
-	while (*pp) {
+	while (*pp && n < max) {
 		struct xiw_qp *qp = *pp;
 		uint64_t since = atomic_load(&qp->cork_since_ns);
 
@@ -78,41 +90,54 @@ static struct xiw_qp *cork_take(uint64_t now, uint64_t older_ns,
 		}
 		*pp = qp->cork_next;
 		qp->cork_listed = false;
-		qp->cork_next = due;
-		due = qp;
+		out[n++] = qp;
 		atomic_fetch_sub(&cork_n, 1);
 	}
-	return due;
+	return n;
 }
 
-/* Send what each QP of @due holds corked and drop the list's refs. */
-static void cork_send(struct xiw_qp *due)
+/* Send what each of the @n QPs of @due holds corked and drop the list's
+ * refs. */
+static void cork_send(struct xiw_qp **due, int n)
 {
-	while (due) {
-		struct xiw_qp *qp = due;
-
-		due = qp->cork_next;
-		if (atomic_load(&qp->cork_since_ns))
-			xiw_tx_uncork(qp);
-		xiw_qp_unref(qp);
+	for (int i = 0; i < n; i++) {
+		if (atomic_load(&due[i]->cork_since_ns))
+			xiw_tx_uncork(due[i]);
+		xiw_qp_unref(due[i]);
 	}
+}
+
+/* Take (older than @older_ns; 0: all) and send until none is left due;
+ * return the earliest cork start left listed (0: none). @backstop: the
+ * backstop's run, which stays armed only while QPs stay listed. */
+static uint64_t cork_drain(uint64_t older_ns, bool backstop)
+{
+	struct xiw_qp *due[CORK_TAKE];
+	uint64_t oldest;
+	int n;
+
+	do {
+		pthread_mutex_lock(&cork_lock);
+		n = cork_take(xiw_now_ns(), older_ns, &oldest, due, CORK_TAKE);
+		if (n < CORK_TAKE && backstop)
+			cork_timer_on = cork_head != NULL;
+		pthread_mutex_unlock(&cork_lock);
+		cork_send(due, n);
+	} while (n == CORK_TAKE);
+	return oldest;
 }
 
 /* Progress thread: send corks older than the backstop; re-arm for the
  * rest, or disarm once nothing is listed. */
 static void cork_backstop(void *unused)
 {
-	uint64_t now = xiw_now_ns(), oldest, bs = backstop_ns();
-	struct xiw_qp *due;
+	uint64_t oldest, bs = backstop_ns(), now;
 
 	(void)unused;
-	pthread_mutex_lock(&cork_lock);
-	due = cork_take(now, bs, &oldest);
-	cork_timer_on = cork_head != NULL;
-	pthread_mutex_unlock(&cork_lock);
+	oldest = cork_drain(bs, true);
+	now = xiw_now_ns();
 	if (oldest)	/* what stays listed is corked, so oldest is set */
-		cork_arm_us((oldest + bs - now) / 1000u + 1);
-	cork_send(due);
+		cork_arm_us(oldest + bs > now ? (oldest + bs - now) / 1000u + 1 : 1);
 }
 
 /* List @qp (tx_lock held, corked). Return: false if the backstop could
@@ -223,15 +248,9 @@ void xiw_tx_cork_sent(struct xiw_qp *qp, uint32_t rx_mark)
  */
 void xiw_tx_cork_flush(void)
 {
-	struct xiw_qp *due;
-	uint64_t oldest;
-
 	if (!atomic_load_explicit(&cork_n, memory_order_relaxed))
 		return;
-	pthread_mutex_lock(&cork_lock);
-	due = cork_take(0, 0, &oldest);
-	pthread_mutex_unlock(&cork_lock);
-	cork_send(due);
+	cork_drain(0, false);
 }
 
 /*
