@@ -15,7 +15,7 @@
 #                message's data checked (-c): must pass, and on both sides
 #                app threads must have taken frames (M > 0)
 #   send_lat     ib_send_lat -R -s 8: a result line, M > 0 on both sides
-#   bw+lat       ib_send_bw -R -q 4 -n 400 (four QPs on one port: several
+#   bw+lat       ib_send_bw -R -q 4 (four QPs on one port: several
 #                connections share the ring the pollers drain) with
 #                results, M > 0 on the side that polls (the client)
 #   control      fi_pingpong -S 8 with XIW_POLL_RX=0 (the engine's app
@@ -124,13 +124,12 @@ main() {
 	ar_fi "fi_pingpong -S 8" "$p" 8 some
 	ar_fi "fi_pingpong -S 4096" $((p + 1)) 4096 some
 	ar_pt "ib_send_lat -s 8" $((p + 2)) ib_send_lat some some -s 8 -n "$N"
-	# -n 400: below perftest's rx_depth (512), so its SEND credit
-	# protocol (the server RDMA-WRITEs its receive count every 170
-	# receives) stays off: with -n 5000 this pair hung in ~1 of 5 runs,
-	# over xsk and over ksock alike, on the unchanged engine too (open
-	# defect, README "Known defects"); this case is about four
-	# connections sharing one ring, not about that
-	ar_pt "ib_send_bw -q 4" $((p + 3)) ib_send_bw any some -q 4 -s 4096 -n 400
+	# -n $N (above perftest's rx_depth of 512): its SEND credit protocol
+	# runs (the server RDMA-WRITEs its receive count to the client's
+	# slot of the same QP index every 170 receives), which needs the
+	# server's k-th CONNECT_REQUEST to be the client's k-th connect
+	# (XIW_CM_ORDER_MS) and hung on a cork-list race too (both fixed)
+	ar_pt "ib_send_bw -q 4" $((p + 3)) ib_send_bw any some -q 4 -s 4096 -n "$N"
 	ar_fi "control: XIW_POLL_RX=0" $((p + 4)) 8 none XIW_POLL_RX=0
 	xc_finish
 }

@@ -61,6 +61,7 @@ struct xiw_cm_conn {
 	bool order_skip;	/* too slow: holds no later request back */
 	uint64_t accept_seq;	/* passive: its place in the listener's
 				 * accept order */
+	uint64_t held_ns;	/* when its request was read (req_held) */
 	int broken;		/* -errno seen while PENDING (reading paused) */
 	int closed_err;		/* from xiw_cm_stream_closed() */
 	struct xiw_llp *llp;

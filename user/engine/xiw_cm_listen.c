@@ -53,6 +53,7 @@ static void passive_request(struct xiw_cm_conn *c)
 	/* the initiator sends nothing more until our reply: stop reading */
 	xiw_llp_pause_read(c->llp, true);
 	c->req_held = true;	/* raised in accept order */
+	c->held_ns = xiw_now_ns();
 	cm_order_release(c->lst);
 }
 

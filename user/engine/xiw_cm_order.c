@@ -99,6 +99,10 @@ void cm_order_release(struct cm_listener *l)
 			return;
 		}
 		c->req_held = false;
+		if (xiw_now_ns() - c->held_ns >= 100000)
+			xiw_log(XIW_LOG_DEBUG, "CM: request of accepted connection %llu held %llu us for earlier ones",
+				(unsigned long long)c->accept_seq,
+				(unsigned long long)((xiw_now_ns() - c->held_ns) / 1000));
 		cm_emit(c, XIW_CM_CONNECT_REQUEST, 0, c->req.pdata, c->req.plen);
 	}
 	xiw_progress_timer_cancel(&l->order_timer);
