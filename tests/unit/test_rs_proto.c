@@ -693,8 +693,11 @@ static void test_direct_reuse(void **state)
 		fail_msg("data differs at stream byte %zu", r.bad);
 	stats(c, &sc);
 	assert_int_equal(sc.srcavail_tx, 0);
-	/* most bytes went direct (XIW_TX_COMPLETION=copy, ksock) */
-	assert_true(sc.bytes_direct >= total / 2);
+	/* bytes went direct (XIW_TX_COMPLETION=copy, ksock); how many
+	 * depends on how fast the reader frees its buffer: a sanitizer
+	 * build on a busy machine had fewer than half go direct in ~1 run
+	 * of 25 */
+	assert_true(sc.bytes_direct > 0);
 	assert_true(sc.bytes_direct <= sc.bytes_bcopy);
 	free(b);
 	rclose(c);
@@ -768,9 +771,18 @@ static int child_forcedirect(int fd)
 			ret = 11;
 		memset(b, 0xEE, chunk);
 	}
-	if (!ret && (xrs_p_stats(fd, &st) || st.bytes_direct < BIG / 2 ||
-		     !st.direct_waits))
+	/* how much goes direct depends on how fast the reader frees its
+	 * buffer (each WRITE needs XRS_DIRECT_MIN of target): some must.
+	 * direct_waits counts only calls whose completions (the peer's
+	 * ACKs) were still out after one non-blocking CQ pass: 0 in ~1
+	 * sanitizer run of 12 (2 MB direct, the slow sender's ACKs all in
+	 * by then); the waiting itself is checked by the data */
+	if (!ret && (xrs_p_stats(fd, &st) || !st.bytes_direct)) {
+		fprintf(stderr, "forcedirect: %llu bytes direct, %llu waits\n",
+			(unsigned long long)st.bytes_direct,
+			(unsigned long long)st.direct_waits);
 		ret = 12;
+	}
 	free(b);
 	rclose(fd);
 	return ret;
