@@ -47,6 +47,7 @@ struct side {
 };
 
 static struct side srv = { .name = "server" }, cli = { .name = "client" };
+static struct side srv2 = { .name = "server 2" }, cli2 = { .name = "client 2" };
 static struct xiw_cm_listener *lst;
 static struct sockaddr_storage bound;
 
@@ -160,17 +161,36 @@ static void side_fini(struct side *s)
 	assert_int_equal(xiw_pd_free(s->pd), 0);
 }
 
+/* Set up @s and @c and connect them (the listener's requests go to
+ * srv.pending, whichever side accepts). */
+static void pair_up(struct side *c, struct side *s)
+{
+	side_init(s);
+	side_init(c);
+	pthread_mutex_lock(&srv.lock);
+	srv.pending = NULL;
+	pthread_mutex_unlock(&srv.lock);
+	assert_int_equal(xiw_cm_connect(c->qp, NULL, (struct sockaddr *)&bound,
+					"hi", 2, 8, 8, on_event, c), 0);
+	assert_int_equal(xiw_cm_accept(wait_pending(&srv), s->qp, NULL, 0, 8,
+				       8, on_event, s), 0);
+	wait_for(s, &s->established, 1);
+	wait_for(c, &c->established, 1);
+}
+
+static void pair_down(struct side *c, struct side *s)
+{
+	xiw_cm_disconnect(c->qp);
+	wait_for(c, &c->disconnected, 1);
+	wait_for(s, &s->disconnected, 1);
+	side_fini(c);
+	side_fini(s);
+}
+
 static int setup(void **state)
 {
 	(void)state;
-	side_init(&srv);
-	side_init(&cli);
-	assert_int_equal(xiw_cm_connect(cli.qp, NULL, (struct sockaddr *)&bound,
-					"hi", 2, 8, 8, on_event, &cli), 0);
-	assert_int_equal(xiw_cm_accept(wait_pending(&srv), srv.qp, NULL, 0, 8,
-				       8, on_event, &srv), 0);
-	wait_for(&srv, &srv.established, 1);
-	wait_for(&cli, &cli.established, 1);
+	pair_up(&cli, &srv);
 	return 0;
 }
 
@@ -187,11 +207,7 @@ static int teardown_cli_destroyed(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	xiw_cm_disconnect(cli.qp);
-	wait_for(&cli, &cli.disconnected, 1);
-	wait_for(&srv, &srv.disconnected, 1);
-	side_fini(&cli);
-	side_fini(&srv);
+	pair_down(&cli, &srv);
 	return 0;
 }
 
@@ -836,33 +852,6 @@ static void test_cork_destroy(void **state)
 
 /* ------------------------------------------------ corking, threads --- */
 
-static struct side srv2 = { .name = "server 2" }, cli2 = { .name = "client 2" };
-
-/* A second connected pair (the listener's requests go to srv.pending). */
-static void pair2_up(void)
-{
-	side_init(&srv2);
-	side_init(&cli2);
-	pthread_mutex_lock(&srv.lock);
-	srv.pending = NULL;
-	pthread_mutex_unlock(&srv.lock);
-	assert_int_equal(xiw_cm_connect(cli2.qp, NULL, (struct sockaddr *)&bound,
-					"hi", 2, 8, 8, on_event, &cli2), 0);
-	assert_int_equal(xiw_cm_accept(wait_pending(&srv), srv2.qp, NULL, 0, 8,
-				       8, on_event, &srv2), 0);
-	wait_for(&srv2, &srv2.established, 1);
-	wait_for(&cli2, &cli2.established, 1);
-}
-
-static void pair2_down(void)
-{
-	xiw_cm_disconnect(cli2.qp);
-	wait_for(&cli2, &cli2.disconnected, 1);
-	wait_for(&srv2, &srv2.disconnected, 1);
-	side_fini(&cli2);
-	side_fini(&srv2);
-}
-
 struct cork_poster {
 	struct side *a, *b;
 	int n, bad;
@@ -952,7 +941,7 @@ static void test_cork_race(void **state)
 	pthread_t t1, t2, tf;
 
 	(void)state;
-	pair2_up();
+	pair_up(&cli2, &srv2);
 	cfg->cork_ns = 500ull * 1000000;
 	atomic_store(&flush_stop, false);
 	assert_int_equal(pthread_create(&tf, NULL, cork_flush_loop, NULL), 0);
@@ -968,7 +957,7 @@ static void test_cork_race(void **state)
 	xiw_tx_cork_flush();
 	assert_int_equal(qp_refs_settled(cli.qp), 0);
 	assert_int_equal(qp_refs_settled(cli2.qp), 0);
-	pair2_down();
+	pair_down(&cli2, &srv2);
 }
 
 /* SENDs arrive before any receive is posted: reading pauses, resumes. */
