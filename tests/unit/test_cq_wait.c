@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -511,6 +512,72 @@ static void test_poll_nap_loaded(void **state)
 	assert_int_equal(xiw_cq_destroy(cq), 0);
 }
 
+/* One CPU's worth of a loaded machine: a poller and a hog on one CPU. */
+struct shared_cpu {
+	struct xiw_cq *cq;
+	int cpu;
+	int stop;
+	uint64_t pauses0;
+};
+
+static void pin_self(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof(set), &set), 0);
+}
+
+static void *pinned_hog_main(void *arg)
+{
+	struct shared_cpu *sc = arg;
+
+	pin_self(sc->cpu);
+	while (!__atomic_load_n(&sc->stop, __ATOMIC_RELAXED))
+		;
+	return NULL;
+}
+
+/* Polls the empty CQ until a yield pause is counted or 5 s passed. */
+static void *pinned_poller_main(void *arg)
+{
+	struct shared_cpu *sc = arg;
+	struct ibv_wc wc[4];
+	uint64_t t0 = now_ms();
+
+	pin_self(sc->cpu);
+	while (xiw_cq_yield_pauses() == sc->pauses0 && now_ms() - t0 < 5000)
+		assert_int_equal(xiw_cq_poll(sc->cq, 4, wc), 0);
+	return NULL;
+}
+
+/*
+ * A poller that shares its CPU with a busy thread: each yield hands that
+ * thread a whole slice (and, under EEVDF, charges the poller for it), so
+ * the poller must stop yielding (xiw_cq_yield_pauses() counts up).
+ * Without the pause, 8 B ib_send_lat beside two `yes` took 2 ms.
+ */
+static void test_poll_yield_pause(void **state)
+{
+	struct shared_cpu sc = { .cq = xiw_cq_create(NULL, 16, NULL, NULL) };
+	pthread_t hog, poller;
+	cpu_set_t set;
+
+	(void)state;
+	assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
+	while (!CPU_ISSET(sc.cpu, &set))
+		sc.cpu++;
+	sc.pauses0 = xiw_cq_yield_pauses();
+	assert_int_equal(pthread_create(&hog, NULL, pinned_hog_main, &sc), 0);
+	assert_int_equal(pthread_create(&poller, NULL, pinned_poller_main, &sc), 0);
+	assert_int_equal(pthread_join(poller, NULL), 0);
+	__atomic_store_n(&sc.stop, 1, __ATOMIC_RELAXED);
+	assert_int_equal(pthread_join(hog, NULL), 0);
+	assert_true(xiw_cq_yield_pauses() > sc.pauses0);
+	assert_int_equal(xiw_cq_destroy(sc.cq), 0);
+}
+
 /* xiw_cq_wait() during a poller's nap: it waits the nap out. */
 static void *napper_main(void *arg)
 {
@@ -614,6 +681,7 @@ int main(void)
 		cmocka_unit_test(test_spin),
 		cmocka_unit_test(test_poll_nap),
 		cmocka_unit_test(test_poll_nap_loaded),
+		cmocka_unit_test(test_poll_yield_pause),
 		cmocka_unit_test(test_wait_during_nap),
 		cmocka_unit_test(test_nap_app_mode),
 		cmocka_unit_test(test_signal),

@@ -755,6 +755,7 @@ bool xiw_txack_poll(struct xiw_qp *qp);
 uint64_t xiw_txack_inline_hits(void);
 uint64_t xiw_cq_linger_hits(void);
 uint64_t xiw_cq_linger_misses(void);
+uint64_t xiw_cq_yield_pauses(void);
 
 /* ---- xiw_qp_rq.c: the RQ and its CQE credits (rq_lock) ---- */
 
