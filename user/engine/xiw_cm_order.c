@@ -91,6 +91,7 @@ void cm_order_accepted(struct xiw_cm_conn *c)
 void cm_order_release(struct cm_listener *l)
 {
 	struct xiw_cm_conn *c;
+	uint64_t held_us;
 
 	while (!l->dead && (c = oldest_held(l))) {
 		if (order_ms() && earlier_reading(l, c->accept_seq)) {
@@ -100,10 +101,11 @@ void cm_order_release(struct cm_listener *l)
 			return;
 		}
 		c->req_held = false;
-		if (xiw_now_ns() - c->held_ns >= 100000)
+		held_us = (xiw_now_ns() - c->held_ns) / 1000;
+		if (held_us >= 100)
 			xiw_log(XIW_LOG_DEBUG, "CM: request of accepted connection %llu held %llu us for earlier ones",
 				(unsigned long long)c->accept_seq,
-				(unsigned long long)((xiw_now_ns() - c->held_ns) / 1000));
+				(unsigned long long)held_us);
 		cm_emit(c, XIW_CM_CONNECT_REQUEST, 0, c->req.pdata, c->req.plen);
 	}
 	xiw_progress_timer_cancel(&l->order_timer);
