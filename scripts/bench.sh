@@ -55,7 +55,8 @@ table (stdout), progress on stderr, about 2-3 minutes:
               64 B rows, CPU s per million messages.
   many QPs    ib_write_bw -R -q 256 -s 65536 -n XIW_BENCH_Q256_ITERS per QP
               (default: the one-QP 64 KB row's bytes, XIW_BENCH_MB / 256
-              QPs = 192 WRs each) against one-QP runs of as many bytes,
+              QPs = 192 WRs each, rounded up to a multiple of 100: 200;
+              perftest hangs otherwise) against one-QP runs of as many bytes,
               XIW_BENCH_Q256_REPS (3) interleaved runs of each, ratio of
               the medians. CPU s/GB includes setting up the 256
               connections (~1.3 CPU s).
@@ -350,8 +351,14 @@ sockperf_tput "$T"
 # second) measured lower and noisier than 400 (x one QP, interleaved
 # medians: 0.48 vs 0.61 before TCP_NOTSENT_LOWAT, 0.72-0.97 vs 0.85-0.98
 # after), a ramp-up and a scheduling hiccup weigh more in a short run.
+# Rounded up to a multiple of 100, perftest's CQ moderation: it signals
+# every 100th WR and each QP's last, and counts 100 per WC, so a QP whose
+# count is not a multiple of 100 is counted as more than it sent; once the
+# total reaches the iterations perftest stops polling, and QPs still
+# waiting for WCs spin forever (a -n 768 -q 256 client hung that way).
 Q256_N=${XIW_BENCH_Q256_ITERS:-$((MB * 1048576 / 65536 / 256))}
-[ "$Q256_N" -ge 1 ] || Q256_N=1
+Q256_N=$(((Q256_N + 99) / 100 * 100))
+[ "$Q256_N" -ge 100 ] || Q256_N=100
 # Interleaved with one-QP runs, XIW_BENCH_Q256_REPS (3) of each, and the
 # ratio of the two medians: a single pair of runs spread 0.72-0.99 within
 # an hour, more than the target's margin.

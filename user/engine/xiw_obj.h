@@ -679,8 +679,7 @@ void xiw_tx_writable(void *arg);
 void xiw_tx_push_rx(struct xiw_qp *qp);
 
 #define XIW_TX_DIRECT (256u * 1024)	/* bytes a poster sends directly */
-#define XIW_DM_PIECE (4u * 1024)	/* bytes per turn while QPs share it */
-#define XIW_DM_PIECE_ALONE (64u * 1024)	/* ... per turn for a lone QP */
+#define XIW_DM_PIECE (256u * 1024)	/* bytes per datamover turn */
 enum { XIW_TX_DONE, XIW_TX_SHORT, XIW_TX_MORE, XIW_TX_CREDIT };
 int xiw_tx_send_some(struct xiw_qp *qp, size_t budget);
 
@@ -704,9 +703,9 @@ enum xiw_dm_state { XIW_DM_IDLE, XIW_DM_ACTIVE, XIW_DM_PAUSED,
 
 /**
  * xiw_dm_activate() - @qp has more to send than its direct budget: the
- * datamover serves it round-robin in page-sized pieces (XIW_DM_PIECE;
- * XIW_DM_PIECE_ALONE while no other QP waits for a turn). tx_lock held;
- * a doorbell (eventfd write) only if the datamover sleeps.
+ * datamover serves it round-robin, up to XIW_DM_PIECE bytes (whole FPDUs)
+ * or what its socket takes per turn. tx_lock held; a doorbell (eventfd
+ * write) only if the datamover sleeps.
  */
 void xiw_dm_activate(struct xiw_qp *qp);
 /**
