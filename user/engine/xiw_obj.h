@@ -576,6 +576,7 @@ struct xiw_qp {
 					 * rx_lock holders reset) */
 	uint32_t rx_reads;		/* reads that returned bytes (rx_lock
 					 * writes, release; TX corking reads) */
+	uint32_t rx_pass_bytes;		/* rx_lock: bytes read in this pass */
 	/* receive staging (xiw_qp_rx.c): bytes [stg_off, stg_len) of stg
 	 * were read from the stream but not yet fed to rx; stg_short: that
 	 * recvmsg drained the socket. stg is lent (xiw_bufpool.c).
