@@ -1144,7 +1144,7 @@ static void rx_thread_slice(void)
 
 /* ------------------------------------------ reading in app threads --- */
 
-#define XIW_RX_APP_NS 200000ull	/* app passes got bytes this recently */
+#define XIW_RX_APP_NS 200000ull	/* app passes got bytes (ran) this recently */
 #define XIW_RX_APP_LONE 256	/* a pass that read this little: one message */
 #define XIW_RX_APP_CHECK_MS 1	/* are the apps still polling? */
 
@@ -1186,8 +1186,9 @@ static void rx_app_check(void *arg)
 
 /*
  * The progress thread was woken for bytes an app pass had already taken
- * (xiw_rx_poll got data lately): each such wake-up only costs the app's
- * CPU (and, with the short slice, preempts it). Stop the readable upcalls
+ * (xiw_rx_poll got data lately), or (@got) it read one small message
+ * while app passes were polling the QP: each such wake-up only costs the
+ * app's CPU (and, with the short slice, preempts it). Stop the upcalls
  * and leave reading to the polling threads; a 1 ms check (rq_timer, free
  * then: app passes skip a QP that waits for a receive), any kick
  * (post_recv, an event an app pass hands over) and arming the CQ for an
