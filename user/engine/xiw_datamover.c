@@ -5,15 +5,20 @@
  * ("paused") or they had more than a poster's direct budget ("active").
  *
  * Active QPs are served round-robin, one turn each: up to XIW_DM_PIECE
- * (256 KB, the poster's direct budget) of whole FPDUs, or less if the
- * socket takes less, so one busy QP cannot starve the others. Seed 003
- * asks for page-sized pieces; over kernel TCP each piece is a sendmsg on
- * its own socket, and on the demo's veth pair a 4 KB call cost ~6 us (it
- * runs the peer's receive path too; 118 k calls/s took ~70 % of a CPU):
- * 256 busy QPs of 4 KB WRITEs moved 300-410 MB/s with 4 KB turns,
- * 1700-2300 with these, of 64 KB WRITEs 1730-2100 against 3600-4070
- * (ib_write_bw -q 256, interleaved runs; one QP is unchanged). The order
- * stays fair; only the turn is longer. A paused QP's socket sits in the
+ * (256 KB, the poster's direct budget), or less if the socket takes less,
+ * so one busy QP cannot starve the others. Seed 003 asks for page-sized
+ * pieces; over kernel TCP each piece is a sendmsg on its own socket, and
+ * on the demo's veth pair a 4 KB call cost ~6 us (it runs the peer's
+ * receive path too; 118 k calls/s took ~70 % of a CPU), and a 4 KB budget
+ * also sent a 4 KB WRITE's FPDU in two calls (header alone, then payload,
+ * the CRC going with the next header): 256 busy QPs of 4 KB WRITEs moved
+ * 300-410 MB/s with 4 KB turns, 1400-2300 with these, of 64 KB WRITEs
+ * 1730-2100 against 3600-4070 (ib_write_bw -q 256, interleaved runs; one
+ * QP is unchanged). The order stays fair; only the turn is longer.
+ * Turns end where the budget does, not at an FPDU end: sending whole
+ * FPDUs (3bacb4b, reverted) made socktest fork-after-accept fail with a
+ * peer RST in 8 of ~125 runs (0 of 75 without); why is not known. A
+ * paused QP's socket sits in the
  * datamover's own epoll set (EPOLLOUT, one-shot); the kernel reports it
  * writable once its free send space is back above its low-water mark
  * (for TCP: free >= queued / 2, sk_stream_wspace >= sk_stream_min_wspace),

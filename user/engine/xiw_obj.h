@@ -405,7 +405,6 @@ struct xiw_txbatch {
 	int nmark, mark_idx;
 	bool any_zc;			/* some iov goes with MSG_ZEROCOPY */
 	uint8_t zc[XIW_TXB_IOV];	/* per iov: send it zero-copy */
-	uint8_t fend[XIW_TXB_IOV];	/* per iov: the last of its FPDU */
 	struct xiw_txf_scratch scr[XIW_TXB_FPDUS];
 };
 
@@ -704,9 +703,9 @@ enum xiw_dm_state { XIW_DM_IDLE, XIW_DM_ACTIVE, XIW_DM_PAUSED,
 
 /**
  * xiw_dm_activate() - @qp has more to send than its direct budget: the
- * datamover serves it round-robin, up to XIW_DM_PIECE bytes (whole FPDUs)
- * or what its socket takes per turn. tx_lock held; a doorbell (eventfd
- * write) only if the datamover sleeps.
+ * datamover serves it round-robin, up to XIW_DM_PIECE bytes or what its
+ * socket takes per turn. tx_lock held; a doorbell (eventfd write) only if
+ * the datamover sleeps.
  */
 void xiw_dm_activate(struct xiw_qp *qp);
 /**
