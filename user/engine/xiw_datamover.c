@@ -12,9 +12,9 @@
  * receive path too; 118 k calls/s took ~70 % of a CPU), and a 4 KB budget
  * also sent a 4 KB WRITE's FPDU in two calls (header alone, then payload,
  * the CRC going with the next header): 256 busy QPs of 4 KB WRITEs moved
- * 300-410 MB/s with 4 KB turns, 1400-2300 with these, of 64 KB WRITEs
- * 1730-2100 against 3600-4070 (ib_write_bw -q 256, interleaved runs; one
- * QP is unchanged). The order stays fair; only the turn is longer.
+ * 300-410 MB/s with 4 KB turns, 2060-2200 with these, of 64 KB WRITEs
+ * 1730-2100 against 3220-3820 (ib_write_bw -q 256, 3-4 runs each, on a
+ * quiet machine; one QP is unchanged). The order stays fair; only the turn is longer.
  * Turns end where the budget does, not at an FPDU end: sending whole
  * FPDUs (3bacb4b, reverted) made socktest fork-after-accept fail with a
  * peer RST in 8 of ~125 runs (0 of 75 without); why is not known. A
