@@ -823,6 +823,18 @@ static int child_ackmode(int fd)
 	return 0;
 }
 
+/* child: 256 KB, close, _exit (a forked server's child, its echo done) */
+static int child_closer(int fd)
+{
+	struct io w = { .fd = fd, .len = 256u << 10, .chunk = 64u << 10, .seed = 19 };
+
+	writer(&w);
+	if (w.err)
+		_exit(15);
+	rclose(fd);
+	_exit(0);	/* no destructors: nothing lingers after rclose */
+}
+
 /* ------------------------------------------------ child processes --- */
 
 static pid_t spawn(const char *mode)
@@ -879,6 +891,8 @@ static int child_main(const char *mode, unsigned short port)
 		return child_forcedirect(fd);
 	if (!strcmp(mode, "slowreader"))
 		return child_slowreader(fd);
+	if (!strcmp(mode, "closer"))
+		return child_closer(fd);
 	if (!strcmp(mode, "copyonly")) {	/* XIW_RS_ZCOPY=0 */
 		w.len = BIG;
 		writer(&w);
@@ -1137,6 +1151,46 @@ static void test_direct_full(void **state)
 	rclose(s);
 }
 
+/*
+ * close() keeps taking the peer's messages until the peer closes too (or
+ * XIW_RS_LINGER_MS passes): a writer's rclose() must not return, and its
+ * process must not exit, while the reader still reads and sends credits.
+ * It used to flush its QP first, so the linger saw the flushed receives
+ * as the peer gone and returned at once; the process exited with its
+ * kernel socket closed and data still queued, and the reader's next
+ * credit got a RST (fork-after-accept, tests/netns/sockets_semantics.sh).
+ */
+static void test_close_waits_for_peer(void **state)
+{
+	struct io r = { .len = 256u << 10, .chunk = 16u << 10, .seed = 19 };
+	pthread_t tr;
+	uint8_t b;
+	pid_t pid;
+	int st;
+
+	(void)state;
+	setenv("XIW_RS_LINGER_MS", "60000", 1);
+	pid = spawn("closer");
+	setenv("XIW_RS_LINGER_MS", "200", 1);
+	r.fd = accept_one();
+	assert_int_equal(pthread_create(&tr, NULL, reader, &r), 0);
+	join_or_fail(tr, "reader");
+	if (r.err)
+		fail_msg("rrecv: %s after %zd bytes", strerror(r.err), r.done);
+	assert_int_equal(r.done, r.len);
+	assert_int_equal(r.bad, SIZE_MAX);
+	assert_int_equal(rrecv(r.fd, &b, 1, 0), 0);	/* its DISCONNECT */
+	/* a closer that does not wait has long exited by now */
+	usleep(300000);
+	if (waitpid(pid, &st, WNOHANG) == pid)
+		fail_msg("the peer's close returned before we closed (exit status %d)",
+			 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	rclose(r.fd);
+	reap(pid, &st);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 /* ------------------------------------------------------------ setup --- */
 
 static int setup(void **state)
@@ -1184,6 +1238,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_direct_off_ack),
 		cmocka_unit_test(test_direct_wait),
 		cmocka_unit_test(test_direct_full),
+		cmocka_unit_test(test_close_waits_for_peer),
 	};
 
 	if (argc == 4 && !strcmp(argv[1], "--child"))

@@ -486,14 +486,13 @@ static bool xrs_peer_closed(struct xrs *rs)
 /*
  * rdma-core rshutdown: tell the peer (CTRL SHUTDOWN for SHUT_WR while we
  * still read, DISCONNECT otherwise) and wait until our sends are done.
+ * Once disconnected, @flush moves the QP to ERROR (rdma_disconnect): its
+ * flushed receives wake pollers of the socket, and nothing more is read.
  */
-int rshutdown(int socket, int how)
+static int xrs_shutdown(struct xrs *rs, int how, bool flush)
 {
-	struct xrs *rs = xrs_lookup(socket);
 	int ctrl, ret = 0;
 
-	if (!rs)
-		return xrs_err(EBADF);
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
 		return xrs_err(EINVAL);
 	if (!(rs->state & xrs_connected)) {
@@ -527,7 +526,7 @@ int rshutdown(int socket, int how)
 	if (rs->state & xrs_connected)
 		xrs_process_cq(rs, false, xrs_conn_all_sends_done);
 out:
-	if ((rs->state & xrs_disconnected) && rs->cm_id && rs->cm_id->qp) {
+	if (flush && (rs->state & xrs_disconnected) && rs->cm_id && rs->cm_id->qp) {
 		/* wake a poller: the flush completions are its event */
 		if (rs->cq)
 			ibv_req_notify_cq(rs->cq, 0);
@@ -540,6 +539,15 @@ out:
 		errno = e;
 	}
 	return ret;
+}
+
+int rshutdown(int socket, int how)
+{
+	struct xrs *rs = xrs_lookup(socket);
+
+	if (!rs)
+		return xrs_err(EBADF);
+	return xrs_shutdown(rs, how, true);
 }
 
 /*
@@ -591,8 +599,18 @@ int rclose(int socket)
 	if (!rs)
 		return xrs_err(EBADF);
 	xrs_print_stats(rs);
+	/*
+	 * No flush before the linger: the peer's messages until its own
+	 * DISCONNECT (credits, SinkAvails while it still reads what we sent)
+	 * must still be taken by the QP. A flushed QP made the linger end at
+	 * once (its flushed receives count as the peer gone); the process
+	 * could then exit, its kernel socket closed with our data still
+	 * queued, and the peer's next message answered with a RST that cost
+	 * the peer the rest (fork-after-accept: a child echoing 1 MB, then
+	 * close() and _exit()).
+	 */
 	if (rs->state & xrs_connected)
-		rshutdown(socket, SHUT_RDWR);
+		xrs_shutdown(rs, SHUT_RDWR, false);
 	if (rs->state & (xrs_connected | xrs_disconnected))
 		xrs_linger(rs);
 	if (rs->cm_id && rs->cm_id->qp && (rs->state & (xrs_connected | xrs_disconnected)))
