@@ -1030,6 +1030,65 @@ static void test_lone_message_app_mode(void **state)
 	}
 }
 
+/* The batch's unsent part starts at an FPDU (nothing of it sent yet). */
+static bool batch_at_fpdu(const struct xiw_txbatch *b)
+{
+	size_t done = 0;
+
+	if (!b || b->iov_idx == b->niov)
+		return true;
+	if (b->iov_idx && !b->fend[b->iov_idx - 1])
+		return false;
+	for (int i = 0; i < b->iov_idx; i++)
+		done += b->iov[i].iov_len;	/* fully sent: not advanced */
+	return done == b->sent;
+}
+
+/*
+ * A datamover turn (xiw_tx_send_some() with a budget) sends whole FPDUs,
+ * at least the budget: 16 WRITEs of 4 KB queued while the test holds
+ * tx_lock, then 4 KB turns. Every turn that used its budget ended at an
+ * FPDU end, in one sendmsg (two where it crossed into the next batch).
+ * It used to send an FPDU's header alone, then its payload, and leave
+ * its CRC for the next turn, with the next header. The bytes land.
+ */
+static void test_turn_whole_fpdus(void **state)
+{
+	enum { N = 16, LEN = 4096, MAX_TURNS = 10 * N };
+	int turns = 0, tries = 0, split = 0, calls2 = 0, r;
+
+	(void)state;
+	fill(cli.buf, N * LEN, 51);
+	memset(srv.buf + SINK, 0, N * LEN);
+	pthread_mutex_lock(&cli.qp->tx_lock);
+	for (int i = 0; i < N; i++)	/* tx_lock busy: left to its holder */
+		post(&cli, 700 + i, IBV_WR_RDMA_WRITE, i * LEN, LEN, 1,
+		     IOVA_BASE + SINK + i * LEN, srv.mr->ibv.rkey, 0);
+	do {	/* no assert while tx_lock is held: teardown needs it */
+		uint64_t calls = tx_calls(&cli);
+
+		r = xiw_tx_send_some(cli.qp, LEN);
+		if (r == XIW_TX_SHORT) {	/* socket full: not a turn */
+			usleep(1000);
+			continue;	/* to the loop test */
+		}
+		if (r != XIW_TX_MORE)
+			break;
+		turns++;
+		split += !batch_at_fpdu(cli.qp->b);
+		calls2 += tx_calls(&cli) - calls > 2;
+	} while (turns < MAX_TURNS && ++tries < 5000);
+	xiw_tx_unlock(cli.qp);
+	assert_int_equal(r, XIW_TX_DONE);
+	assert_int_equal(split, 0);
+	assert_int_equal(calls2, 0);
+	assert_true(turns >= N / 2);
+	for (int i = 0; i < N; i++)
+		expect_wc(cli.scq, 700 + i, IBV_WC_RDMA_WRITE, 0);
+	wait_byte(&srv, SINK + N * LEN - 1, cli.buf[N * LEN - 1]);
+	assert_memory_equal(srv.buf + SINK, cli.buf, N * LEN);
+}
+
 /* SENDs arrive before any receive is posted: reading pauses, resumes. */
 static void test_late_recv(void **state)
 {
@@ -1540,6 +1599,8 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_cork_race, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lone_message_app_mode,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_turn_whole_fpdus, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_cork_destroy, setup,
 						teardown_cli_destroyed),
 		cmocka_unit_test_setup_teardown(test_late_recv, setup, teardown),

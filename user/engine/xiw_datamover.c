@@ -15,9 +15,9 @@
  * 300-410 MB/s with 4 KB turns, 2060-2200 with these, of 64 KB WRITEs
  * 1730-2100 against 3220-3820 (ib_write_bw -q 256, 3-4 runs each, on a
  * quiet machine; one QP is unchanged). The order stays fair; only the turn is longer.
- * Turns end where the budget does, not at an FPDU end: sending whole
- * FPDUs (3bacb4b, reverted) made socktest fork-after-accept fail with a
- * peer RST in 8 of ~125 runs (0 of 75 without); why is not known. A
+ * A turn ends at an FPDU end (at least one whole FPDU; batch_send), so
+ * a 4 KB WRITE goes out in one call. (That change once exposed an
+ * rsockets close race, fixed in rclose: the linger before the flush.) A
  * paused QP's socket sits in the
  * datamover's own epoll set (EPOLLOUT, one-shot); the kernel reports it
  * writable once its free send space is back above its low-water mark

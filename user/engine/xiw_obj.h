@@ -405,6 +405,7 @@ struct xiw_txbatch {
 	int nmark, mark_idx;
 	bool any_zc;			/* some iov goes with MSG_ZEROCOPY */
 	uint8_t zc[XIW_TXB_IOV];	/* per iov: send it zero-copy */
+	uint8_t fend[XIW_TXB_IOV];	/* per iov: the last of its FPDU */
 	struct xiw_txf_scratch scr[XIW_TXB_FPDUS];
 };
 

@@ -804,8 +804,10 @@ static int frame_one(struct xiw_qp *qp)
 			  b->iov + b->niov, XIW_TXB_IOV - b->niov);
 	if (n < 0)
 		return n;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		b->total += b->iov[b->niov + i].iov_len;
+		b->fend[b->niov + i] = i == n - 1;
+	}
 	batch_zc_mark(qp, b->niov, n);
 	b->niov += n;
 	b->nfpdu++;
@@ -1005,18 +1007,25 @@ static ssize_t batch_send_runs(struct xiw_qp *qp, int end)
 }
 
 /*
- * One sendmsg (or one per zero-copy run) of at most @limit bytes of the
- * batch (at least one iovec); *@want: the bytes offered.
+ * One sendmsg (or one per zero-copy run) of the batch's FPDUs up to the
+ * first FPDU end at or past @limit bytes (at least one whole FPDU, or the
+ * rest of a partly sent one). A budget that ended inside an FPDU sent its
+ * header alone in one call and its trailer with the next header in the
+ * next: two calls per 4 KB WR and FPDUs split across turns for the
+ * datamover (seed 003 pieces). *@want: the bytes offered.
  * Return: bytes accepted, -EAGAIN, -errno.
  */
 static ssize_t batch_send(struct xiw_qp *qp, size_t limit, size_t *want)
 {
 	struct xiw_txbatch *b = qp->b;
-	size_t bytes = b->iov[b->iov_idx].iov_len;
-	int end = b->iov_idx + 1;
+	size_t bytes = 0;
+	int end = b->iov_idx;
 
-	while (end < b->niov && bytes + b->iov[end].iov_len <= limit)
-		bytes += b->iov[end++].iov_len;
+	while (end < b->niov) {
+		bytes += b->iov[end].iov_len;
+		if (b->fend[end++] && bytes >= limit)
+			break;
+	}
 	*want = bytes;
 	if (b->any_zc)
 		return batch_send_runs(qp, end);
