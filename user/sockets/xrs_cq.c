@@ -308,9 +308,12 @@ static void xrs_tx_done(struct xrs *rs, const struct ibv_wc *wc)
 		break;
 	case XRS_WR_CTRL:
 		rs->ctrl_max_seqno++;
-		if (wc->opcode == IBV_WC_SEND && xrs_msg_op(low) == XRS_OP_CTRL &&
-		    xrs_msg_data(low) == XRS_CTRL_DISCONNECT)
-			rs->state = xrs_disconnected;
+		if (xrs_msg_op(low) == XRS_OP_CTRL &&
+		    xrs_msg_data(low) == XRS_CTRL_DISCONNECT) {
+			rs->disc_done = true;	/* sent or flushed */
+			if (wc->opcode == IBV_WC_SEND)
+				rs->state = xrs_disconnected;
+		}
 		break;
 	default:
 		xrs_zc_send_done(rs, wc);

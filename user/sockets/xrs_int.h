@@ -185,6 +185,7 @@ struct xrs {
 	unsigned int keepalive_time;
 	int rcvtimeo_ms, sndtimeo_ms;	/* 0: none */
 	bool peer_closed;		/* the peer sent DISCONNECT/SHUTDOWN */
+	bool disc_sent, disc_done;	/* our DISCONNECT: posted, its WR completed */
 	bool passive;			/* accepted (MPA responder) */
 	bool rx_any;			/* a message arrived from the peer */
 	bool linger_on;			/* SO_LINGER set */

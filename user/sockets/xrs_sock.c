@@ -521,6 +521,7 @@ static int xrs_shutdown(struct xrs *rs, int how, bool flush)
 	}
 	if ((rs->state & xrs_connected) && xrs_ctrl_avail(rs)) {
 		rs->ctrl_seqno++;
+		rs->disc_sent |= ctrl == XRS_CTRL_DISCONNECT;
 		ret = xrs_post_msg(rs, xrs_msg_make(XRS_OP_CTRL, ctrl));
 	}
 	if (rs->state & xrs_connected)
@@ -564,6 +565,32 @@ static void xrs_linger(struct xrs *rs)
 	if (!ms || !rs->cq || !(rs->state & (xrs_connected | xrs_disconnected)))
 		return;
 	xrs_get_comp_timeout(rs, false, (int)ms, xrs_peer_closed);
+}
+
+static bool xrs_disc_done(struct xrs *rs)
+{
+	return rs->disc_done || (rs->state & xrs_error);
+}
+
+/*
+ * The peer closed first (its DISCONNECT came, we never sent ours): answer
+ * with our DISCONNECT before our QP goes, as TCP answers a FIN. The
+ * peer's close lingers for it; without it the peer waited for our
+ * stream's end, which our FIN brings only after XIW_CLOSE_QUIET_MS
+ * (forked children echoing 1 MB: ~50 ms more per connection).
+ */
+static void xrs_close_ack(struct xrs *rs)
+{
+	if (!rs->peer_closed || rs->disc_sent || (rs->state & xrs_error) ||
+	    !(rs->state & xrs_disconnected) || !rs->cq || !rs->cm_id ||
+	    !rs->cm_id->qp || !xrs_ctrl_avail(rs))
+		return;
+	rs->ctrl_seqno++;
+	rs->disc_sent = true;
+	if (xrs_post_msg(rs, xrs_msg_make(XRS_OP_CTRL, XRS_CTRL_DISCONNECT)))
+		return;
+	/* sent before the disconnect below flushes it */
+	xrs_get_comp_timeout(rs, false, (int)xrs_knobs()->linger_ms, xrs_disc_done);
 }
 
 /* XIW_RS_STATS=1: what the zero-copy extension did, at close. */
@@ -611,6 +638,8 @@ int rclose(int socket)
 	 */
 	if (rs->state & xrs_connected)
 		xrs_shutdown(rs, SHUT_RDWR, false);
+	else
+		xrs_close_ack(rs);
 	if (rs->state & (xrs_connected | xrs_disconnected))
 		xrs_linger(rs);
 	if (rs->cm_id && rs->cm_id->qp && (rs->state & (xrs_connected | xrs_disconnected)))
