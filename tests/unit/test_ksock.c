@@ -417,6 +417,54 @@ static void test_close_linger_ends_on_peer_fin(void **state)
 	xiw_ksock_listener_close(ls);
 }
 
+/*
+ * Closed with bytes of ours still queued (the peer reads slowly) and a
+ * peer that answers as it reads (rsockets credits): the close lingers
+ * until our bytes are acknowledged, so the answer finds the socket open.
+ * A socket closed at once turns it into data after close: RST, and the
+ * peer loses what was still queued here.
+ */
+static void test_close_waits_for_acks(void **state)
+{
+	static char chunk[65536];
+	struct xiw_ksock_listener *ls;
+	struct iovec iov = { chunk, sizeof(chunk) };
+	int fd = peer_connect(&cbs_noread, &ls);
+	size_t sent = 0, got = 0;
+	ssize_t n;
+
+	(void)state;
+	memset(chunk, 0x5a, sizeof(chunk));
+	/* fill both queues: the peer does not read yet */
+	for (int idle = 0; idle < 20 && sent < (64u << 20);) {
+		n = xiw_llp_send(srv.l, &iov, 1, false);
+		if (n > 0) {
+			sent += (size_t)n;
+			idle = 0;
+		} else {
+			assert_int_equal(n, -EAGAIN);
+			idle++;
+			usleep(10000);
+		}
+	}
+	assert_true(sent > (256u << 10));
+	xiw_llp_close(srv.l);
+	usleep(50000);		/* a close that does not wait is done by now */
+	for (;;) {
+		n = recv(fd, chunk, sizeof(chunk), 0);
+		if (n <= 0)
+			break;
+		if (!got)	/* answer what arrived, as a credit would */
+			assert_int_equal(send(fd, "c", 1, 0), 1);
+		got += (size_t)n;
+	}
+	if (n < 0)
+		fail_msg("peer: recv: %s after %zu of %zu bytes", strerror(errno), got, sent);
+	assert_int_equal(got, sent);
+	close(fd);
+	xiw_ksock_listener_close(ls);
+}
+
 int main(void)
 {
 	setenv("XIW_CLOSE_QUIET_MS", "1000", 1);	/* QUIET_MS */
@@ -428,6 +476,7 @@ int main(void)
 		cmocka_unit_test(test_close_unread_is_fin),
 		cmocka_unit_test(test_close_lingers_after_rx),
 		cmocka_unit_test(test_close_linger_ends_on_peer_fin),
+		cmocka_unit_test(test_close_waits_for_acks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

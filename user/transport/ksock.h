@@ -164,6 +164,7 @@ struct xiw_ksock_live {
 	struct xiw_ksock_live *prev, *next;
 	uint64_t last_rx_ns;		/* CLOCK_MONOTONIC_COARSE; 0: none yet */
 	bool ended;			/* EOF, reset, or aborted */
+	bool unacked;			/* a lingering close: bytes of ours unacknowledged */
 };
 
 /** xiw_ksock_coarse_ns() - CLOCK_MONOTONIC_COARSE in ns (cheap, ~4 ms steps). */
@@ -179,10 +180,12 @@ void xiw_ksock_live_del(struct xiw_ksock_live *v);
 int xiw_ksock_drain(int fd);
 /**
  * xiw_ksock_linger_close() - take over the close of @fd (not aborted) if
- * the peer sent something less than XIW_CLOSE_QUIET_MS ago: close it,
- * with FIN, once the peer was quiet that long or sent FIN (bounded by
- * 4 × that time). Progress thread only (else, and on false, the caller
- * drains and closes now).
+ * the peer sent something less than XIW_CLOSE_QUIET_MS ago or bytes of
+ * ours still wait for its ACK: close it, with FIN, once they are
+ * acknowledged and the peer was quiet that long, or it sent FIN (bounded
+ * by 4 × that time from the last acknowledgement, and by
+ * XIW_CLOSE_DRAIN_MS overall). Progress thread only (else, and on false,
+ * the caller drains and closes now).
  * Return: true if the fd now belongs to the linger.
  */
 bool xiw_ksock_linger_close(int fd, uint64_t last_rx_ns, bool eof);

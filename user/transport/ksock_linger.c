@@ -32,7 +32,19 @@
  * read are always dropped before close(): otherwise the kernel answers
  * with RST (RFC 2525 §2.17), and a RST makes the peer lose what it has
  * not yet read.
+ *
+ * A closed socket whose own bytes still wait in its send queue lingers
+ * until they are acknowledged too (then the rules above; at most
+ * XIW_CLOSE_DRAIN_MS, default 2000): the peer answers what it has yet
+ * to receive (rsockets credits, SinkAvails as it reads our last
+ * message), and once the socket is closed each such answer is data
+ * after close, which Linux answers with RST (TCPAbortOnData): the peer
+ * then loses our last bytes, or sees our FIN with a send of its own
+ * outstanding. On a slow link (a 40 Mbit/s token bucket, rstream's last
+ * 1 MB) our bytes took longer than 4 × the quiet time to leave.
  */
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -48,15 +60,16 @@
 #define CLOSE_WAIT_MAX_FACTOR	4u	/* a whole linger: at most 4 × quiet */
 #define LINGER_TICK_MS		5u
 #define DRAIN_MAX		(4u << 20)
+#define CLOSE_DRAIN_MS_DEFAULT	2000u
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct xiw_ksock_live live_head = { &live_head, &live_head, 0, false };
+static struct xiw_ksock_live live_head = { &live_head, &live_head, 0, false, false };
 
 struct linger_rec {
 	struct xiw_ptimer timer;
 	struct xiw_ksock_live live;
 	int fd;
-	uint64_t until_ns;
+	uint64_t until_ns, hard_ns;
 };
 
 uint64_t xiw_ksock_coarse_ns(void)
@@ -102,6 +115,28 @@ uint64_t xiw_close_quiet_ns(void)
 	return (uint64_t)ns;
 }
 
+/* XIW_CLOSE_DRAIN_MS: how long a close waits for our bytes' ACKs, in ns. */
+static uint64_t close_drain_ns(void)
+{
+	static int64_t ns = -1;
+
+	if (ns < 0) {
+		const char *s = getenv("XIW_CLOSE_DRAIN_MS");
+		unsigned long ms = s && *s ? strtoul(s, NULL, 10) : CLOSE_DRAIN_MS_DEFAULT;
+
+		ns = (int64_t)ms * 1000000;
+	}
+	return (uint64_t)ns;
+}
+
+/* Bytes of ours in @fd's send queue not yet acknowledged (SIOCOUTQ). */
+static bool unacked(int fd)
+{
+	int q = 0;
+
+	return !ioctl(fd, SIOCOUTQ, &q) && q > 0;
+}
+
 int xiw_ksock_drain(int fd)
 {
 	char sink[8192];	/* contents dropped */
@@ -140,9 +175,15 @@ static void linger_tick(void *arg)
 	int n = xiw_ksock_drain(r->fd);
 	uint64_t now = xiw_ksock_coarse_ns();
 
+	bool queued = unacked(r->fd);
+
 	if (n > 0)
 		__atomic_store_n(&r->live.last_rx_ns, now, __ATOMIC_RELAXED);
-	if (n < 0 || quiet_since(now, r->live.last_rx_ns) || now >= r->until_ns) {
+	__atomic_store_n(&r->live.unacked, queued, __ATOMIC_RELAXED);
+	if (queued)	/* the quiet rules start at the last ACK */
+		r->until_ns = now + xiw_close_quiet_ns() * CLOSE_WAIT_MAX_FACTOR;
+	if (n < 0 || now >= r->hard_ns ||
+	    (!queued && (quiet_since(now, r->live.last_rx_ns) || now >= r->until_ns))) {
 		linger_finish(r);
 		return;
 	}
@@ -165,34 +206,41 @@ bool xiw_ksock_linger_close(int fd, uint64_t last_rx_ns, bool eof)
 	uint64_t now = xiw_ksock_coarse_ns();
 	struct linger_rec *r;
 
-	if (eof || quiet_since(now, last_rx_ns) || !xiw_progress_is_self())
+	if (eof || !xiw_progress_is_self() ||
+	    (quiet_since(now, last_rx_ns) && !unacked(fd)))
 		return false;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return false;
 	r->fd = fd;
 	r->live.last_rx_ns = last_rx_ns;
+	r->live.unacked = unacked(fd);
 	r->until_ns = now + xiw_close_quiet_ns() * CLOSE_WAIT_MAX_FACTOR;
+	r->hard_ns = now + close_drain_ns();
 	xiw_ksock_live_add(&r->live);
 	xiw_progress_timer_arm(&r->timer, LINGER_TICK_MS, linger_tick, r);
 	return true;
 }
 
-/* Some open or lingering connection heard from its peer too recently. */
-static bool live_recent(uint64_t now)
+/*
+ * Some open or lingering connection heard from its peer too recently
+ * (@quiet), or a lingering close still has bytes of ours unacknowledged
+ * (@acks).
+ */
+static void live_state(uint64_t now, bool *quiet, bool *acks)
 {
-	bool recent = false;
-
+	*quiet = *acks = true;
 	pthread_mutex_lock(&live_lock);
 	for (struct xiw_ksock_live *v = live_head.next; v != &live_head; v = v->next) {
 		uint64_t rx = __atomic_load_n(&v->last_rx_ns, __ATOMIC_RELAXED);
 
+		if (__atomic_load_n(&v->unacked, __ATOMIC_RELAXED))
+			*acks = false;
 		if (!__atomic_load_n(&v->ended, __ATOMIC_RELAXED) &&
 		    !quiet_since(now, rx))
-			recent = true;
+			*quiet = false;
 	}
 	pthread_mutex_unlock(&live_lock);
-	return recent;
 }
 
 /*
@@ -202,10 +250,17 @@ static bool live_recent(uint64_t now)
  */
 __attribute__((destructor)) static void ksock_exit_linger(void)
 {
-	uint64_t end = xiw_ksock_coarse_ns() + xiw_close_quiet_ns() * CLOSE_WAIT_MAX_FACTOR;
+	uint64_t t0 = xiw_ksock_coarse_ns(), now;
+	uint64_t end = t0 + xiw_close_quiet_ns() * CLOSE_WAIT_MAX_FACTOR;
+	uint64_t hard = t0 + close_drain_ns();
 	struct timespec nap = { 0, 1000000 };
-	uint64_t now;
+	bool quiet, acks;
 
-	while ((now = xiw_ksock_coarse_ns()) < end && live_recent(now))
+	for (;;) {
+		now = xiw_ksock_coarse_ns();
+		live_state(now, &quiet, &acks);
+		if ((quiet || now >= end) && (acks || now >= hard))
+			return;
 		nanosleep(&nap, NULL);
+	}
 }
