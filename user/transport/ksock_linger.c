@@ -101,18 +101,24 @@ void xiw_ksock_live_del(struct xiw_ksock_live *v)
 	pthread_mutex_unlock(&live_lock);
 }
 
-/** xiw_xiw_close_quiet_ns() - see llp.h. */
+/* Environment knob @name in ms (default @def) as ns, read once into @ns. */
+static uint64_t env_ms_ns(int64_t *ns, const char *name, unsigned long def)
+{
+	if (*ns < 0) {
+		const char *s = getenv(name);
+		unsigned long ms = s && *s ? strtoul(s, NULL, 10) : def;
+
+		*ns = (int64_t)ms * 1000000;
+	}
+	return (uint64_t)*ns;
+}
+
+/** xiw_close_quiet_ns() - see llp.h. */
 uint64_t xiw_close_quiet_ns(void)
 {
 	static int64_t ns = -1;
 
-	if (ns < 0) {
-		const char *s = getenv("XIW_CLOSE_QUIET_MS");
-		unsigned long ms = s && *s ? strtoul(s, NULL, 10) : CLOSE_QUIET_MS_DEFAULT;
-
-		ns = (int64_t)ms * 1000000;
-	}
-	return (uint64_t)ns;
+	return env_ms_ns(&ns, "XIW_CLOSE_QUIET_MS", CLOSE_QUIET_MS_DEFAULT);
 }
 
 /* XIW_CLOSE_DRAIN_MS: how long a close waits for our bytes' ACKs, in ns. */
@@ -120,13 +126,7 @@ static uint64_t close_drain_ns(void)
 {
 	static int64_t ns = -1;
 
-	if (ns < 0) {
-		const char *s = getenv("XIW_CLOSE_DRAIN_MS");
-		unsigned long ms = s && *s ? strtoul(s, NULL, 10) : CLOSE_DRAIN_MS_DEFAULT;
-
-		ns = (int64_t)ms * 1000000;
-	}
-	return (uint64_t)ns;
+	return env_ms_ns(&ns, "XIW_CLOSE_DRAIN_MS", CLOSE_DRAIN_MS_DEFAULT);
 }
 
 /* Bytes of ours in @fd's send queue not yet acknowledged (SIOCOUTQ). */
