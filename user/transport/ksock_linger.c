@@ -174,7 +174,6 @@ static void linger_tick(void *arg)
 	struct linger_rec *r = arg;
 	int n = xiw_ksock_drain(r->fd);
 	uint64_t now = xiw_ksock_coarse_ns();
-
 	bool queued = unacked(r->fd);
 
 	if (n > 0)
@@ -223,9 +222,9 @@ bool xiw_ksock_linger_close(int fd, uint64_t last_rx_ns, bool eof)
 }
 
 /*
- * Some open or lingering connection heard from its peer too recently
- * (@quiet), or a lingering close still has bytes of ours unacknowledged
- * (@acks).
+ * @quiet: no open or lingering connection heard from its peer too
+ * recently; @acks: no lingering close still has bytes of ours
+ * unacknowledged.
  */
 static void live_state(uint64_t now, bool *quiet, bool *acks)
 {
