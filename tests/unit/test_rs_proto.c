@@ -1159,10 +1159,12 @@ static void test_direct_full(void **state)
  * as the peer gone and returned at once; the process exited with its
  * kernel socket closed and data still queued, and the reader's next
  * credit got a RST (fork-after-accept, tests/netns/sockets_semantics.sh).
+ * Our own close, after its DISCONNECT, answers with ours.
  */
 static void test_close_waits_for_peer(void **state)
 {
 	struct io r = { .len = 256u << 10, .chunk = 16u << 10, .seed = 19 };
+	uint64_t acks;
 	pthread_t tr;
 	uint8_t b;
 	pid_t pid;
@@ -1185,7 +1187,11 @@ static void test_close_waits_for_peer(void **state)
 	if (waitpid(pid, &st, WNOHANG) == pid)
 		fail_msg("the peer's close returned before we closed (exit status %d)",
 			 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	acks = xrs_p_close_acks();
 	rclose(r.fd);
+	/* it closed first: our close answers its DISCONNECT, which ends its
+	 * linger (without, our FIN ended it, XIW_CLOSE_QUIET_MS later) */
+	assert_int_equal(xrs_p_close_acks(), acks + 1);
 	reap(pid, &st);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);

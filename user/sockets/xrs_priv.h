@@ -67,4 +67,10 @@ struct xrs_p_stats {
 /** xrs_p_stats() - @fd's counters. Return: 0, or -1 (EBADF). */
 int xrs_p_stats(int fd, struct xrs_p_stats *st);
 
+/**
+ * xrs_p_close_acks() - closes in this process that answered the peer's
+ * DISCONNECT with ours (the peer had closed first; rclose).
+ */
+uint64_t xrs_p_close_acks(void);
+
 #endif /* XRS_PRIV_H */

@@ -567,6 +567,13 @@ static void xrs_linger(struct xrs *rs)
 	xrs_get_comp_timeout(rs, false, (int)ms, xrs_peer_closed);
 }
 
+static uint64_t close_acks;
+
+uint64_t xrs_p_close_acks(void)
+{
+	return __atomic_load_n(&close_acks, __ATOMIC_RELAXED);
+}
+
 static bool xrs_disc_done(struct xrs *rs)
 {
 	return rs->disc_done || (rs->state & xrs_error);
@@ -589,6 +596,7 @@ static void xrs_close_ack(struct xrs *rs)
 	rs->disc_sent = true;
 	if (xrs_post_msg(rs, xrs_msg_make(XRS_OP_CTRL, XRS_CTRL_DISCONNECT)))
 		return;
+	__atomic_fetch_add(&close_acks, 1, __ATOMIC_RELAXED);
 	/* sent before the disconnect below flushes it */
 	xrs_get_comp_timeout(rs, false, (int)xrs_knobs()->linger_ms, xrs_disc_done);
 }
