@@ -14,7 +14,8 @@
  * the CRC going with the next header): 256 busy QPs of 4 KB WRITEs moved
  * 300-410 MB/s with 4 KB turns, 2060-2200 with these, of 64 KB WRITEs
  * 1730-2100 against 3220-3820 (ib_write_bw -q 256, 3-4 runs each, on a
- * quiet machine; one QP is unchanged). The order stays fair; only the turn is longer.
+ * quiet machine, before turns ended at FPDU ends; one QP is unchanged).
+ * The order stays fair; only the turn is longer.
  * A turn ends at an FPDU end (at least one whole FPDU; batch_send), so
  * a 4 KB WRITE goes out in one call. (That change once exposed an
  * rsockets close race, fixed in rclose: the linger before the flush.) A

@@ -704,9 +704,9 @@ enum xiw_dm_state { XIW_DM_IDLE, XIW_DM_ACTIVE, XIW_DM_PAUSED,
 
 /**
  * xiw_dm_activate() - @qp has more to send than its direct budget: the
- * datamover serves it round-robin, up to XIW_DM_PIECE bytes or what its
- * socket takes per turn. tx_lock held; a doorbell (eventfd write) only if
- * the datamover sleeps.
+ * datamover serves it round-robin, up to XIW_DM_PIECE bytes (ending at
+ * an FPDU end) or what its socket takes per turn. tx_lock held; a doorbell
+ * (eventfd write) only if the datamover sleeps.
  */
 void xiw_dm_activate(struct xiw_qp *qp);
 /**

@@ -483,6 +483,14 @@ static bool xrs_peer_closed(struct xrs *rs)
 	return rs->peer_closed || (rs->state & xrs_error);
 }
 
+/* Post control message @ctrl (a ctrl slot is free); note our DISCONNECT. */
+static int xrs_post_ctrl(struct xrs *rs, uint32_t ctrl)
+{
+	rs->ctrl_seqno++;
+	rs->disc_sent |= ctrl == XRS_CTRL_DISCONNECT;
+	return xrs_post_msg(rs, xrs_msg_make(XRS_OP_CTRL, ctrl));
+}
+
 /*
  * rdma-core rshutdown: tell the peer (CTRL SHUTDOWN for SHUT_WR while we
  * still read, DISCONNECT otherwise) and wait until our sends are done.
@@ -519,11 +527,8 @@ static int xrs_shutdown(struct xrs *rs, int how, bool flush)
 		if (ret)
 			goto out;
 	}
-	if ((rs->state & xrs_connected) && xrs_ctrl_avail(rs)) {
-		rs->ctrl_seqno++;
-		rs->disc_sent |= ctrl == XRS_CTRL_DISCONNECT;
-		ret = xrs_post_msg(rs, xrs_msg_make(XRS_OP_CTRL, ctrl));
-	}
+	if ((rs->state & xrs_connected) && xrs_ctrl_avail(rs))
+		ret = xrs_post_ctrl(rs, ctrl);
 	if (rs->state & xrs_connected)
 		xrs_process_cq(rs, false, xrs_conn_all_sends_done);
 out:
@@ -592,9 +597,7 @@ static void xrs_close_ack(struct xrs *rs)
 	    !(rs->state & xrs_disconnected) || !rs->cq || !rs->cm_id ||
 	    !rs->cm_id->qp || !xrs_ctrl_avail(rs))
 		return;
-	rs->ctrl_seqno++;
-	rs->disc_sent = true;
-	if (xrs_post_msg(rs, xrs_msg_make(XRS_OP_CTRL, XRS_CTRL_DISCONNECT)))
+	if (xrs_post_ctrl(rs, XRS_CTRL_DISCONNECT))
 		return;
 	__atomic_fetch_add(&close_acks, 1, __ATOMIC_RELAXED);
 	/* sent before the disconnect below flushes it */

@@ -204,16 +204,19 @@ bool xiw_ksock_linger_close(int fd, uint64_t last_rx_ns, bool eof)
 {
 	uint64_t now = xiw_ksock_coarse_ns();
 	struct linger_rec *r;
+	bool queued;
 
-	if (eof || !xiw_progress_is_self() ||
-	    (quiet_since(now, last_rx_ns) && !unacked(fd)))
+	if (eof || !xiw_progress_is_self())
+		return false;
+	queued = unacked(fd);
+	if (!queued && quiet_since(now, last_rx_ns))
 		return false;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return false;
 	r->fd = fd;
 	r->live.last_rx_ns = last_rx_ns;
-	r->live.unacked = unacked(fd);
+	r->live.unacked = queued;
 	r->until_ns = now + xiw_close_quiet_ns() * CLOSE_WAIT_MAX_FACTOR;
 	r->hard_ns = now + close_drain_ns();
 	xiw_ksock_live_add(&r->live);
