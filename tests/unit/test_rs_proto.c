@@ -461,6 +461,95 @@ static void test_sink_wasted(void **state)
 }
 
 /*
+ * A message that arrives while a reader registers its SinkAvail buffer
+ * (queued by a thread that polls the socket meanwhile) is not one the
+ * SinkAvail may count as seen: the source, having sent nothing after it,
+ * would WRITE into that buffer after the reader took the message as
+ * "sent first" and dropped the buffer (TERMINATE, invalid STag; it was
+ * test_races' rare failure). The hook sends that message inside the
+ * window, so this fails every time the race is open.
+ */
+struct late { int c, s, err; bool sent; };
+
+static void late_msg(void *arg)
+{
+	struct late *l = arg;
+	uint8_t b[100];
+	struct pollfd p = { .fd = l->s, .events = POLLIN };
+
+	if (l->sent)
+		return;
+	l->sent = true;
+	fill(b, sizeof(b), 0, 9);
+	if (rsend(l->c, b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+		l->err = errno;
+		return;
+	}
+	/* the reader holds rlock; rpoll takes the completion (cq_lock) */
+	for (int i = 0; i < HANG_S * 50 && xrs_p_nread(l->s) < (int)sizeof(b); i++)
+		rpoll(&p, 1, 20);
+}
+
+static void test_sinkavail_late_msg(void **state)
+{
+	struct late l = { 0 };
+	struct io w = { 0 }, r = { 0 };
+	struct xrs_p_stats sc, ss;
+	uint8_t *b = malloc(BIG);
+	pthread_t tw, tr;
+	ssize_t got;
+
+	(void)state;
+	assert_non_null(b);
+	pair(&l.c, &l.s);
+	stats(l.c, &sc);
+	if (!sc.zc) {
+		free(b);
+		skip();
+	}
+	xrs_p_sink_hook(late_msg, &l);
+	got = rrecv(l.s, b, BIG, 0);	/* big and blocking: a SinkAvail */
+	xrs_p_sink_hook(NULL, NULL);
+	assert_true(l.sent);
+	assert_int_equal(l.err, 0);
+	assert_int_equal(got, 100);
+	assert_int_equal(check(b, 100, 0, 9), SIZE_MAX);
+	free(b);
+	stats(l.s, &ss);
+	assert_int_equal(ss.sinkavail_tx, 0);	/* looked again: data was there */
+	/* the source has seen every SinkAvail there was before it sends */
+	for (int i = 0; i < HANG_S * 50; i++) {
+		struct pollfd p = { .fd = l.c, .events = POLLIN };
+
+		rpoll(&p, 1, 20);
+		stats(l.c, &sc);
+		if (sc.sinkavail_rx >= ss.sinkavail_tx)
+			break;
+	}
+	/* the source sends first: it would take a SinkAvail still pending
+	 * (a reader started now could post a valid one over it) */
+	w.fd = l.c; w.len = BIG; w.off = 100; w.seed = 9;
+	r.fd = l.s; r.len = BIG; r.off = 100; r.seed = 9;
+	assert_int_equal(pthread_create(&tw, NULL, writer, &w), 0);
+	for (int i = 0; i < HANG_S * 500; i++) {
+		stats(l.c, &sc);
+		if (sc.wrcompl_tx || sc.srcavail_tx || sc.bytes_bcopy > 100 || w.err)
+			break;
+		usleep(2000);
+	}
+	assert_int_equal(pthread_create(&tr, NULL, reader, &r), 0);
+	join_or_fail(tw, "writer");
+	join_or_fail(tr, "reader");
+	if (w.err || r.err)
+		fail_msg("rsend: %s, rrecv: %s (the source wrote into a dropped SinkAvail?)",
+			 strerror(w.err), strerror(r.err));
+	assert_int_equal(r.done, BIG);
+	assert_int_equal(r.bad, SIZE_MAX);
+	rclose(l.c);
+	rclose(l.s);
+}
+
+/*
  * Races: full duplex, both sides send big blocks while the other side's
  * reader posts SinkAvails with big buffers, so SrcAvails and SinkAvails
  * cross on the wire; mixed sizes and reader buffers (some below
@@ -1231,6 +1320,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_srcavail),
 		cmocka_unit_test(test_sendsm),
 		cmocka_unit_test(test_sinkavail),
+		cmocka_unit_test(test_sinkavail_late_msg),
 		cmocka_unit_test(test_nonblock_copy),
 		cmocka_unit_test(test_sink_wasted),
 		cmocka_unit_test(test_races),

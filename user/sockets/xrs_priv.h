@@ -73,4 +73,12 @@ int xrs_p_stats(int fd, struct xrs_p_stats *st);
  */
 uint64_t xrs_p_close_acks(void);
 
+/**
+ * xrs_p_sink_hook() - test hook: call @fn(@arg) (NULL: none, the default)
+ * in a reader's thread between registering its SinkAvail buffer and
+ * posting the SinkAvail, with the socket's rlock held (cq_lock is free:
+ * @fn may poll the socket, and use others).
+ */
+void xrs_p_sink_hook(void (*fn)(void *arg), void *arg);
+
 #endif /* XRS_PRIV_H */

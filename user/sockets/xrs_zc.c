@@ -34,6 +34,7 @@
 #include <sys/uio.h>
 #include "xiwarp/xiwarp.h"
 #include "xrs_int.h"
+#include "xrs_priv.h"
 
 #define XRS_XZ_FIRST	2048	/* first piece of a SrcAvail, copied */
 #define XRS_XZ_MAX	(8u << 20)	/* bytes of one SrcAvail */
@@ -776,6 +777,26 @@ static ssize_t xz_sink_result(struct xrs *rs, const struct iovec **iov,
 	return 0;
 }
 
+/* xrs_p_sink_hook(): tests act inside the window of the race below */
+static struct {
+	void (*fn)(void *arg);
+	void *arg;
+} sink_hook;
+
+void xrs_p_sink_hook(void (*fn)(void *arg), void *arg)
+{
+	sink_hook.arg = arg;
+	__atomic_store_n(&sink_hook.fn, fn, __ATOMIC_RELEASE);
+}
+
+static void xz_sink_test_hook(void)
+{
+	void (*fn)(void *) = __atomic_load_n(&sink_hook.fn, __ATOMIC_ACQUIRE);
+
+	if (fn)
+		fn(sink_hook.arg);
+}
+
 /**
  * xrs_zc_try_sinkavail() - nothing is queued and the caller blocks: post
  * its buffer (the current iovec segment) as a SinkAvail and wait.
@@ -789,6 +810,8 @@ ssize_t xrs_zc_try_sinkavail(struct xrs *rs, const struct iovec **iov,
 	size_t n = (*iov)->iov_len - *off;
 	uint8_t *p = (uint8_t *)(*iov)->iov_base + *off;
 	struct ibv_mr *mr;
+	uint32_t aux;
+	bool queued;
 	ssize_t ret;
 
 	if (n > left)
@@ -803,8 +826,26 @@ ssize_t xrs_zc_try_sinkavail(struct xrs *rs, const struct iovec **iov,
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!mr)
 		return 0;
+	xz_sink_test_hook();
+	/*
+	 * aux must count exactly the messages we have consumed. Our caller
+	 * found nothing queued, but another thread polling the CQ (a sender
+	 * on this socket) may have queued one since: counted in recv_msgs,
+	 * so the source, having sent nothing after it, would WRITE into this
+	 * buffer, while we would take that message as "sent first" and drop
+	 * the buffer under the WRITE (TERMINATE: invalid STag). Look again
+	 * under cq_lock, where messages are counted and queued together.
+	 */
+	pthread_mutex_lock(&rs->cq_lock);
+	queued = xrs_have_rdata(rs);
+	aux = z->recv_msgs;
+	pthread_mutex_unlock(&rs->cq_lock);
+	if (queued) {
+		ibv_dereg_mr(mr);
+		return 0;
+	}
 	z->my_sink_id++;
-	if (xz_post_xmsg(rs, XRS_OP_XZ_SINKAVAIL, z->my_sink_id, z->recv_msgs,
+	if (xz_post_xmsg(rs, XRS_OP_XZ_SINKAVAIL, z->my_sink_id, aux,
 			 (uintptr_t)p, mr->rkey, (uint32_t)n)) {
 		ibv_dereg_mr(mr);
 		return -1;
