@@ -171,8 +171,18 @@ static void *reader(void *arg)
 			break;
 		}
 		at = check(b, (size_t)got, r->off + (uint64_t)r->done, r->seed);
-		if (at != SIZE_MAX && r->bad == SIZE_MAX)
+		if (at != SIZE_MAX && r->bad == SIZE_MAX) {
+			size_t k = at;
+
 			r->bad = (size_t)r->done + at;
+			while (k < (size_t)got &&
+			       b[k] != pat(r->off + (uint64_t)r->done + k, r->seed))
+				k++;
+			print_message("fd %d: rrecv(%zu) returned %zd bytes at stream byte %llu: %zu wrong from +%zu\n",
+				      r->fd, n, got,
+				      (unsigned long long)(r->off + (uint64_t)r->done),
+				      k - at, at);
+		}
 		r->done += got;
 	}
 	free(b);

@@ -110,7 +110,7 @@ int xrs_post_write_msg(struct xrs *rs, struct ibv_sge *sgl, int nsge,
 
 bool xrs_ctrl_avail(struct xrs *rs)
 {
-	return rs->ctrl_seqno != rs->ctrl_max_seqno;
+	return xrs_cnt_get(&rs->ctrl_seqno) != xrs_cnt_get(&rs->ctrl_max_seqno);
 }
 
 bool xrs_ctrl_avail_or_closed(struct xrs *rs)
@@ -121,7 +121,7 @@ bool xrs_ctrl_avail_or_closed(struct xrs *rs)
 /* iWARP credit updates take two WRs (WRITE + SEND) */
 static bool xrs_2ctrl_avail(struct xrs *rs)
 {
-	return (int)((rs->ctrl_seqno + 1) - rs->ctrl_max_seqno) < 0;
+	return (int)((xrs_cnt_get(&rs->ctrl_seqno) + 1) - xrs_cnt_get(&rs->ctrl_max_seqno)) < 0;
 }
 
 /*
@@ -136,8 +136,8 @@ static bool xrs_give_credits(struct xrs *rs)
 {
 	if (rs->passive && !rs->rx_any)
 		return false;
-	return ((rs->rbuf_bytes_avail >= (rs->rbuf_size >> 1)) ||
-		((int16_t)(rs->rseq_no - rs->rseq_comp) >= 0)) &&
+	return ((xrs_cnt_get(&rs->rbuf_bytes_avail) >= (rs->rbuf_size >> 1)) ||
+		((int16_t)(xrs_cnt_get(&rs->rseq_no) - rs->rseq_comp) >= 0)) &&
 	       (rs->msg_send ? xrs_2ctrl_avail(rs) : xrs_ctrl_avail(rs)) &&
 	       (rs->state & xrs_connected);
 }
@@ -145,19 +145,20 @@ static bool xrs_give_credits(struct xrs *rs)
 static void xrs_send_credits(struct xrs *rs)
 {
 	uint32_t half = rs->rbuf_size >> 1;
+	uint16_t rseq = xrs_cnt_get(&rs->rseq_no);
 	uint32_t msg;
 	struct xrs_sge sge;
 	struct ibv_sge ib;
 
-	rs->ctrl_seqno++;
-	rs->rseq_comp = rs->rseq_no + (rs->rq_size >> 1);
-	msg = xrs_msg_make(XRS_OP_SGL, (uint16_t)(rs->rseq_no + rs->rq_size));
-	if (rs->rbuf_bytes_avail < half) {
+	xrs_cnt_add(&rs->ctrl_seqno, 1);
+	rs->rseq_comp = rseq + (rs->rq_size >> 1);
+	msg = xrs_msg_make(XRS_OP_SGL, (uint16_t)(rseq + rs->rq_size));
+	if (xrs_cnt_get(&rs->rbuf_bytes_avail) < half) {
 		xrs_post_msg(rs, msg);
 		return;
 	}
 	if (rs->msg_send)
-		rs->ctrl_seqno++;
+		xrs_cnt_add(&rs->ctrl_seqno, 1);
 	xrs_sge_store(&sge, rs->swap, (uintptr_t)&rs->rbuf[rs->rbuf_free_offset],
 		      rs->rmr->rkey, half);
 	ib.addr = (uintptr_t)&sge;
@@ -167,7 +168,7 @@ static void xrs_send_credits(struct xrs *rs)
 			   IBV_SEND_INLINE,
 			   rs->remote_sgl.addr + (uint64_t)rs->remote_sge * sizeof(sge),
 			   rs->remote_sgl.key);
-	rs->rbuf_bytes_avail -= half;
+	xrs_cnt_sub(&rs->rbuf_bytes_avail, half);
 	rs->rbuf_free_offset += half;
 	if (rs->rbuf_free_offset >= rs->rbuf_size)
 		rs->rbuf_free_offset = 0;
@@ -184,15 +185,23 @@ void xrs_update_credits(struct xrs *rs)
 
 /* ----------------------------------------------------- completions --- */
 
+/*
+ * The rmsg ring has one producer (the CQ side, cq_lock) and one consumer
+ * (the reader, rlock), which also edits the head entry in place (a DATA
+ * message read in part): the entry is written before @rmsg_tail moves
+ * past it (release), and @rmsg_head moves only once it is done with.
+ */
+
 /** xrs_rmsg_push() - queue a stream-ordered message for the reader. */
 int xrs_rmsg_push(struct xrs *rs, const struct xrs_rmsg *m)
 {
-	uint32_t next = rs->rmsg_tail + 1 == rs->rmsg_size ? 0 : rs->rmsg_tail + 1;
+	uint32_t tail = rs->rmsg_tail;
+	uint32_t next = tail + 1 == rs->rmsg_size ? 0 : tail + 1;
 
-	if (next == rs->rmsg_head)
+	if (next == __atomic_load_n(&rs->rmsg_head, __ATOMIC_ACQUIRE))
 		return -EPROTO;	/* more messages than receive WRs: impossible */
-	rs->rmsg[rs->rmsg_tail] = *m;
-	rs->rmsg_tail = next;
+	rs->rmsg[tail] = *m;
+	__atomic_store_n(&rs->rmsg_tail, next, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -230,10 +239,14 @@ static void xrs_rx_ctrl(struct xrs *rs, uint32_t data)
 /** xrs_rmsg_consume() - the head message is done with; its credit back. */
 void xrs_rmsg_consume(struct xrs *rs)
 {
-	if (rs->rmsg[rs->rmsg_head].credit)
-		rs->rseq_no++;
-	if (++rs->rmsg_head == rs->rmsg_size)
-		rs->rmsg_head = 0;
+	uint32_t head = rs->rmsg_head;
+
+	/* @rseq_no: only the reader writes it, the CQ side reads it */
+	if (rs->rmsg[head].credit)
+		__atomic_store_n(&rs->rseq_no, (uint16_t)(rs->rseq_no + 1), __ATOMIC_RELEASE);
+	/* one store: others read @rmsg_head (xrs_p_nread) */
+	__atomic_store_n(&rs->rmsg_head, head + 1 == rs->rmsg_size ? 0 : head + 1,
+			 __ATOMIC_RELEASE);
 }
 
 static int xrs_rx_data(struct xrs *rs, uint32_t len)
@@ -241,9 +254,9 @@ static int xrs_rx_data(struct xrs *rs, uint32_t len)
 	struct xrs_rmsg m = { .op = XRS_OP_DATA, .data = len, .credit = true };
 
 	/* the peer may only write where our credit updates let it */
-	if (len > rs->rbuf_size - rs->rbuf_unread)
+	if (len > rs->rbuf_size - xrs_cnt_get(&rs->rbuf_unread))
 		return -EPROTO;
-	rs->rbuf_unread += len;
+	xrs_cnt_add(&rs->rbuf_unread, len);
 	rs->zc.recv_msgs++;
 	return xrs_rmsg_push(rs, &m);
 }
@@ -268,7 +281,7 @@ static void xrs_rx_msg(struct xrs *rs, uint32_t idx, uint32_t len)
 		ret = xrs_rx_data(rs, m.data);
 		break;
 	case XRS_OP_SGL:
-		rs->sseq_comp = (uint16_t)m.data;
+		__atomic_store_n(&rs->sseq_comp, (uint16_t)m.data, __ATOMIC_RELEASE);
 		break;
 	case XRS_OP_IOMAP_SGL:
 		break;		/* the entry is in our iomap array already */
@@ -295,19 +308,19 @@ static void xrs_tx_done(struct xrs *rs, const struct ibv_wc *wc)
 	case XRS_WR_DATA:
 	case XRS_WR_IOMAP:
 	case XRS_WR_DIRECT:
-		rs->sqe_avail++;
-		rs->sbuf_bytes_avail += low;
+		xrs_cnt_add(&rs->sqe_avail, 1);
+		xrs_cnt_add(&rs->sbuf_bytes_avail, low);
 		break;
 	case XRS_WR_DATA_USER:
-		rs->sqe_avail++;
-		rs->direct_done++;
+		xrs_cnt_add(&rs->sqe_avail, 1);
+		xrs_cnt_add(&rs->direct_done, 1);
 		break;
 	case XRS_WR_DATA_MSG:
 	case XRS_WR_IOMAP_MSG:
-		rs->sqe_avail++;
+		xrs_cnt_add(&rs->sqe_avail, 1);
 		break;
 	case XRS_WR_CTRL:
-		rs->ctrl_max_seqno++;
+		xrs_cnt_add(&rs->ctrl_max_seqno, 1);
 		if (xrs_msg_op(low) == XRS_OP_CTRL &&
 		    xrs_msg_data(low) == XRS_CTRL_DISCONNECT) {
 			rs->disc_done = true;	/* sent or flushed */
@@ -379,7 +392,7 @@ void xrs_drain_events(struct xrs *rs)
 	rs->token = false;
 	if (!ev)
 		return;
-	rs->cq_armed = false;
+	__atomic_store_n(&rs->cq_armed, false, __ATOMIC_RELAXED);
 	rs->unack_cqe += ev;
 	if (rs->cq && rs->unack_cqe >= 64) {
 		ibv_ack_cq_events(rs->cq, rs->unack_cqe);
@@ -430,13 +443,13 @@ static int xrs_process_cq_until(struct xrs *rs, bool nonblock, int64_t deadline,
 			break;
 		} else if (nonblock) {
 			ret = xrs_err(EWOULDBLOCK);
-		} else if (!rs->cq_armed) {
+		} else if (!__atomic_load_n(&rs->cq_armed, __ATOMIC_RELAXED)) {
 			ibv_req_notify_cq(rs->cq, 0);
-			rs->cq_armed = true;
+			__atomic_store_n(&rs->cq_armed, true, __ATOMIC_RELAXED);
 		} else {
 			xrs_update_credits(rs);
 			pthread_mutex_lock(&rs->wait_lock);
-			if (!rs->cq_armed) {
+			if (!__atomic_load_n(&rs->cq_armed, __ATOMIC_RELAXED)) {
 				/*
 				 * The thread that slept before us took the
 				 * event (and disarmed): the CQ may hold what we
@@ -510,9 +523,9 @@ bool xrs_can_send(struct xrs *rs)
 {
 	uint32_t tlen = rs->target_sgl ? rs->target_sgl[rs->target_sge].length : 0;
 
-	return rs->sqe_avail >= (rs->msg_send ? 2 : 1) &&
-	       rs->sbuf_bytes_avail >= XRS_SNDLOWAT &&
-	       rs->sseq_no != rs->sseq_comp && tlen != 0;
+	return xrs_cnt_get(&rs->sqe_avail) >= (rs->msg_send ? 2 : 1) &&
+	       xrs_cnt_get(&rs->sbuf_bytes_avail) >= XRS_SNDLOWAT &&
+	       rs->sseq_no != xrs_cnt_get(&rs->sseq_comp) && tlen != 0;
 }
 
 bool xrs_conn_can_send(struct xrs *rs)
@@ -528,7 +541,8 @@ bool xrs_test_true(struct xrs *rs)
 
 bool xrs_have_rdata(struct xrs *rs)
 {
-	return rs->rmsg_head != rs->rmsg_tail;
+	return __atomic_load_n(&rs->rmsg_head, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(&rs->rmsg_tail, __ATOMIC_ACQUIRE);
 }
 
 bool xrs_conn_have_rdata(struct xrs *rs)
@@ -538,7 +552,7 @@ bool xrs_conn_have_rdata(struct xrs *rs)
 
 bool xrs_conn_all_sends_done(struct xrs *rs)
 {
-	return ((int)(rs->ctrl_max_seqno - rs->ctrl_seqno) + rs->sqe_avail ==
+	return ((int)(xrs_cnt_get(&rs->ctrl_max_seqno) - xrs_cnt_get(&rs->ctrl_seqno)) + xrs_cnt_get(&rs->sqe_avail) ==
 		rs->sq_size && !__atomic_load_n(&rs->zc.inflight, __ATOMIC_RELAXED)) ||
 	       !(rs->state & xrs_connected);
 }

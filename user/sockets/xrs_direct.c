@@ -52,7 +52,7 @@ bool xrs_direct_usable(void)
 
 static bool xrs_direct_idle(struct xrs *rs)
 {
-	return rs->direct_done == rs->direct_seq;
+	return xrs_cnt_get(&rs->direct_done) == rs->direct_seq;
 }
 
 /**

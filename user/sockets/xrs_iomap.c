@@ -117,8 +117,8 @@ static int xrs_write_iomap(struct xrs *rs, struct xrs_iomap_mr *m)
 	sge.length = sizeof(iom);
 	sge.lkey = 0;
 	rs->sseq_no++;
-	rs->sqe_avail -= rs->msg_send ? 2 : 1;
-	rs->sbuf_bytes_avail -= sizeof(iom);
+	xrs_cnt_sub(&rs->sqe_avail, rs->msg_send ? 2 : 1);
+	xrs_cnt_sub(&rs->sbuf_bytes_avail, sizeof(iom));
 	return xrs_post_write_msg(rs, &sge, 1, msg,
 				  xrs_wr_id(XRS_WR_IOMAP, sizeof(iom)), IBV_SEND_INLINE,
 				  rs->remote_iomap.addr + (uint64_t)m->index * sizeof(iom),
@@ -212,13 +212,13 @@ size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int fla
 		} else {
 			xfer = (uint32_t)left;
 		}
-		if (xfer > rs->sbuf_bytes_avail)
-			xfer = rs->sbuf_bytes_avail;
+		if (xfer > xrs_cnt_get(&rs->sbuf_bytes_avail))
+			xfer = xrs_cnt_get(&rs->sbuf_bytes_avail);
 		if (xfer > iom.offset + iom.sge.length - pos)
 			xfer = (uint32_t)(iom.offset + iom.sge.length - pos);
 		xrs_sbuf_copy_in(rs, &cur, &off, xfer, sgl, &nsge);
-		rs->sqe_avail--;
-		rs->sbuf_bytes_avail -= xfer;
+		xrs_cnt_sub(&rs->sqe_avail, 1);
+		xrs_cnt_sub(&rs->sbuf_bytes_avail, xfer);
 		ret = xrs_post_write(rs, sgl, nsge, xrs_wr_id(XRS_WR_DIRECT, xfer),
 				     xfer <= rs->sq_inline ? IBV_SEND_INLINE : 0,
 				     iom.sge.addr + pos - iom.offset, iom.sge.key);

@@ -219,7 +219,7 @@ static void xrs_put_tcp_info(struct xrs *rs, void *optval, socklen_t *optlen)
 	ti.tcpi_rttvar = 25;
 	ti.tcpi_snd_ssthresh = 0x7fffffff;
 	ti.tcpi_rcv_space = rs->rbuf_size;
-	ti.tcpi_unacked = rs->sq_size - (uint32_t)rs->sqe_avail;
+	ti.tcpi_unacked = rs->sq_size - (uint32_t)xrs_cnt_get(&rs->sqe_avail);
 	memcpy(optval, &ti, n);
 	*optlen = n;
 }

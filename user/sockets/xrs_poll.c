@@ -33,7 +33,7 @@ static bool xrs_poll_all(struct xrs *rs)
 
 static bool xrs_is_cq_armed(struct xrs *rs)
 {
-	return rs->cq_armed;
+	return __atomic_load_n(&rs->cq_armed, __ATOMIC_RELAXED);
 }
 
 /* Ready to read: data, or nothing more will come (end, error). */
@@ -126,9 +126,9 @@ static void xrs_sync(struct xrs *rs, bool want_out)
 		xrs_mark(rs);
 	else if (rs->token)
 		xrs_drain_events(rs);
-	if (arm && !rs->cq_armed) {
+	if (arm && !__atomic_load_n(&rs->cq_armed, __ATOMIC_RELAXED)) {
 		ibv_req_notify_cq(rs->cq, 0);
-		rs->cq_armed = true;
+		__atomic_store_n(&rs->cq_armed, true, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&rs->cq_lock);
 	if (!arm || !(rs->state & xrs_connected))

@@ -103,7 +103,7 @@ int xrs_p_nread(int fd)
 	if (!rs)
 		return xrs_err(EBADF);
 	pthread_mutex_lock(&rs->cq_lock);
-	for (uint32_t i = rs->rmsg_head; i != rs->rmsg_tail;
+	for (uint32_t i = xrs_cnt_get(&rs->rmsg_head); i != rs->rmsg_tail;
 	     i = i + 1 == rs->rmsg_size ? 0 : i + 1)
 		n += rs->rmsg[i].data;
 	pthread_mutex_unlock(&rs->cq_lock);

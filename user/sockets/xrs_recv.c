@@ -48,7 +48,7 @@ static size_t xrs_peek(struct xrs *rs, const struct iovec *iov, size_t len)
 	size_t off = 0, left = len;
 	uint32_t head = rs->rmsg_head, roff = rs->rbuf_offset;
 
-	while (left && head != rs->rmsg_tail) {
+	while (left && head != xrs_cnt_get(&rs->rmsg_tail)) {
 		struct xrs_rmsg *m = &rs->rmsg[head];
 		uint32_t n = m->data, done = 0;
 
@@ -95,8 +95,8 @@ static size_t xrs_read_data(struct xrs *rs, const struct iovec **cur,
 		xrs_rmsg_consume(rs);
 	}
 	xrs_copy_out(rs, &rs->rbuf_offset, cur, off, n);
-	rs->rbuf_bytes_avail += n;
-	rs->rbuf_unread -= n;
+	xrs_cnt_add(&rs->rbuf_bytes_avail, n);
+	xrs_cnt_sub(&rs->rbuf_unread, n);
 	return n;
 }
 

@@ -76,9 +76,9 @@ int xrs_write_data(struct xrs *rs, struct ibv_sge *sgl, int nsge,
 	uint32_t rkey = t->key;
 
 	rs->sseq_no++;
-	rs->sqe_avail -= rs->msg_send ? 2 : 1;
+	xrs_cnt_sub(&rs->sqe_avail, rs->msg_send ? 2 : 1);
 	if (staged)
-		rs->sbuf_bytes_avail -= len;
+		xrs_cnt_sub(&rs->sbuf_bytes_avail, len);
 	t->addr = addr + len;
 	t->length = t->length - len;
 	if (!t->length && ++rs->target_sge == XRS_SGL_SIZE)
@@ -132,8 +132,8 @@ static ssize_t xrs_send_bcopy(struct xrs *rs, const struct iovec **cur,
 	}
 	if (xfer > xrs_knobs()->max_xfer)
 		xfer = xrs_knobs()->max_xfer;
-	if (xfer > rs->sbuf_bytes_avail)
-		xfer = rs->sbuf_bytes_avail;
+	if (xfer > xrs_cnt_get(&rs->sbuf_bytes_avail))
+		xfer = xrs_cnt_get(&rs->sbuf_bytes_avail);
 	if (xfer > tlen)
 		xfer = tlen;
 	xrs_sbuf_copy_in(rs, cur, off, xfer, sgl, &nsge);

@@ -486,7 +486,7 @@ static bool xrs_peer_closed(struct xrs *rs)
 /* Post control message @ctrl (a ctrl slot is free); note our DISCONNECT. */
 static int xrs_post_ctrl(struct xrs *rs, uint32_t ctrl)
 {
-	rs->ctrl_seqno++;
+	xrs_cnt_add(&rs->ctrl_seqno, 1);
 	rs->disc_sent |= ctrl == XRS_CTRL_DISCONNECT;
 	return xrs_post_msg(rs, xrs_msg_make(XRS_OP_CTRL, ctrl));
 }

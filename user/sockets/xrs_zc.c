@@ -172,7 +172,7 @@ void xrs_zc_send_done(struct xrs *rs, const struct ibv_wc *wc)
 		if (wc->status != IBV_WC_SUCCESS)
 			z->wr_err = true;
 		/* staged (non-blocking) writes used the staging ring */
-		rs->sbuf_bytes_avail += xrs_wr_low(wc->wr_id);
+		xrs_cnt_add(&rs->sbuf_bytes_avail, xrs_wr_low(wc->wr_id));
 	}
 }
 
@@ -194,16 +194,16 @@ static int xz_rx_srcavail(struct xrs *rs, const struct xrs_msg *m)
 		.credit = true, .addr = m->addr, .stag = m->stag,
 	};
 
-	if (m->aux > rs->rbuf_size - rs->rbuf_unread)
+	if (m->aux > rs->rbuf_size - xrs_cnt_get(&rs->rbuf_unread))
 		return -EPROTO;
 	if (m->aux) {
 		if (xrs_rmsg_push(rs, &first))
 			return -EPROTO;
-		rs->rbuf_unread += m->aux;
+		xrs_cnt_add(&rs->rbuf_unread, m->aux);
 	}
 	rs->zc.recv_msgs++;
 	rs->zc.st.srcavail_rx++;
-	rs->zc.rx_srcavail++;
+	xrs_cnt_add(&rs->zc.rx_srcavail, 1);
 	sa.t_ns = xrs_now_ns();
 	xrs_zpol_on_srcavail(&rs->zc.pol);
 	return xrs_rmsg_push(rs, &sa);
@@ -285,7 +285,7 @@ static bool xz_src_done(struct xrs *rs)
 
 static bool xz_src_done_or_srcavail(struct xrs *rs)
 {
-	return xz_src_done(rs) || rs->zc.rx_srcavail;
+	return xz_src_done(rs) || xrs_cnt_get(&rs->zc.rx_srcavail);
 }
 
 /*
@@ -306,7 +306,7 @@ static void xz_wait_src(struct xrs *rs)
 
 static bool xz_credit(struct xrs *rs)
 {
-	return rs->sseq_no != rs->sseq_comp || !(rs->state & xrs_writable);
+	return rs->sseq_no != xrs_cnt_get(&rs->sseq_comp) || !(rs->state & xrs_writable);
 }
 
 /* A pending SinkAvail we may still use (nothing sent since). */
@@ -348,13 +348,13 @@ static ssize_t xz_write_sink(struct xrs *rs, const struct iovec **iov,
 	int nsge = 1;
 
 	if (nonblock) {
-		if (rs->sbuf_bytes_avail < XRS_SNDLOWAT)
+		if (xrs_cnt_get(&rs->sbuf_bytes_avail) < XRS_SNDLOWAT)
 			return 0;
-		if (n > rs->sbuf_bytes_avail)
-			n = rs->sbuf_bytes_avail;
+		if (n > xrs_cnt_get(&rs->sbuf_bytes_avail))
+			n = xrs_cnt_get(&rs->sbuf_bytes_avail);
 		staged = (uint32_t)n;
 		xrs_sbuf_copy_in(rs, iov, off, staged, sgl, &nsge);
-		rs->sbuf_bytes_avail -= staged;
+		xrs_cnt_sub(&rs->sbuf_bytes_avail, staged);
 	} else {
 		void *p = (uint8_t *)(*iov)->iov_base + *off;
 
@@ -415,8 +415,8 @@ static int xz_first_piece(struct xrs *rs, const struct iovec **iov, size_t *off,
 	t->length = t->length - f;
 	if (!t->length && ++rs->target_sge == XRS_SGL_SIZE)
 		rs->target_sge = 0;
-	rs->sqe_avail--;
-	rs->sbuf_bytes_avail -= f;
+	xrs_cnt_sub(&rs->sqe_avail, 1);
+	xrs_cnt_sub(&rs->sbuf_bytes_avail, f);
 	return 0;
 }
 
@@ -470,8 +470,8 @@ static ssize_t xz_srcavail(struct xrs *rs, const struct iovec **iov,
 	tlen = rs->target_sgl[rs->target_sge].length;
 	if (f > tlen)
 		f = tlen;
-	if (f > rs->sbuf_bytes_avail)
-		f = rs->sbuf_bytes_avail;
+	if (f > xrs_cnt_get(&rs->sbuf_bytes_avail))
+		f = xrs_cnt_get(&rs->sbuf_bytes_avail);
 	if (n > XRS_XZ_MAX)
 		n = XRS_XZ_MAX;
 	if (!f || n - f < XRS_ZP_MIN)
@@ -590,7 +590,7 @@ ssize_t xrs_zc_recv_srcavail(struct xrs *rs, struct xrs_rmsg *m,
 		if (xz_post_ctrl(rs, XRS_XZ_SENDSM, m->id, m->done))
 			return -1;
 		z->st.sendsm_tx++;
-		z->rx_srcavail--;
+		xrs_cnt_sub(&z->rx_srcavail, 1);
 		xrs_rmsg_consume(rs);
 		return 0;
 	}
@@ -629,7 +629,7 @@ ssize_t xrs_zc_recv_srcavail(struct xrs *rs, struct xrs_rmsg *m,
 	z->st.bytes_zc_in += n;
 	xz_advance(iov, off, n);
 	if (!m->data) {
-		z->rx_srcavail--;
+		xrs_cnt_sub(&z->rx_srcavail, 1);
 		z->st.rdcompl_tx++;
 		if (xz_post_ctrl(rs, XRS_XZ_RDCOMPL, m->id, m->done))
 			return -1;
@@ -687,7 +687,7 @@ static int xz_stash(struct xrs *rs, struct xrs_rmsg *m)
 	xz_post_ctrl(rs, XRS_XZ_RDCOMPL, m->id, m->done + m->data);
 	z->st.bytes_stash += m->data;
 	z->st.stash++;
-	z->rx_srcavail--;
+	xrs_cnt_sub(&z->rx_srcavail, 1);
 	m->op = XRS_RMSG_STASH;
 	m->stash = buf;
 	m->done = 0;
@@ -703,10 +703,10 @@ void xrs_zc_serve(struct xrs *rs, int64_t min_age_ns)
 {
 	int64_t now;
 
-	if (!rs->zc.on || !rs->zc.rx_srcavail || pthread_mutex_trylock(&rs->rlock))
+	if (!rs->zc.on || !xrs_cnt_get(&rs->zc.rx_srcavail) || pthread_mutex_trylock(&rs->rlock))
 		return;
 	now = xrs_now_ns();
-	for (uint32_t i = rs->rmsg_head; i != rs->rmsg_tail;
+	for (uint32_t i = rs->rmsg_head; i != xrs_cnt_get(&rs->rmsg_tail);
 	     i = i + 1 == rs->rmsg_size ? 0 : i + 1) {
 		struct xrs_rmsg *m = &rs->rmsg[i];
 
