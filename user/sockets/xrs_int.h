@@ -253,6 +253,7 @@ struct xrs {
 	/* direct data WRITEs (xrs_direct.c): posted (slock), completed (cq_lock) */
 	uint32_t direct_seq, direct_done;
 };
+
 /*
  * Counters that two lock domains change (see struct xrs): read-modify-
  * write them only through these. Release/acquire: bytes given back (a
@@ -262,7 +263,6 @@ struct xrs {
 #define xrs_cnt_add(p, n)	((void)__atomic_fetch_add((p), (n), __ATOMIC_ACQ_REL))
 #define xrs_cnt_sub(p, n)	((void)__atomic_fetch_sub((p), (n), __ATOMIC_ACQ_REL))
 #define xrs_cnt_get(p)		__atomic_load_n((p), __ATOMIC_ACQUIRE)
-
 
 /*
  * The socket's own fds (A, B) are used through the raw system calls: an
