@@ -254,8 +254,12 @@ static int xrs_rx_data(struct xrs *rs, uint32_t len)
 	struct xrs_rmsg m = { .op = XRS_OP_DATA, .data = len, .credit = true };
 
 	/* the peer may only write where our credit updates let it */
-	if (len > rs->rbuf_size - xrs_cnt_get(&rs->rbuf_unread))
+	if (len > rs->rbuf_size - xrs_cnt_get(&rs->rbuf_unread)) {
+		xiw_log(XIW_LOG_WARN, XRS_PFX "fd %d: DATA of %u bytes, but %u of our %u-byte receive buffer are unread and %u not offered",
+			rs->index, len, xrs_cnt_get(&rs->rbuf_unread), rs->rbuf_size,
+			xrs_cnt_get(&rs->rbuf_bytes_avail));
 		return -EPROTO;
+	}
 	xrs_cnt_add(&rs->rbuf_unread, len);
 	rs->zc.recv_msgs++;
 	return xrs_rmsg_push(rs, &m);
