@@ -175,7 +175,7 @@ size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int fla
 	struct xrs_iomap iom;
 	struct ibv_sge sgl[2];
 	size_t left = count, off = 0;
-	uint32_t xfer, olen = XRS_OLAP_START_SIZE;
+	uint32_t xfer, avail, olen = XRS_OLAP_START_SIZE;
 	uint64_t pos = (uint64_t)offset;
 	bool have = false;
 	int nsge, ret = 0;
@@ -212,8 +212,9 @@ size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int fla
 		} else {
 			xfer = (uint32_t)left;
 		}
-		if (xfer > xrs_cnt_get(&rs->sbuf_bytes_avail))
-			xfer = xrs_cnt_get(&rs->sbuf_bytes_avail);
+		avail = xrs_cnt_get(&rs->sbuf_bytes_avail);
+		if (xfer > avail)
+			xfer = avail;
 		if (xfer > iom.offset + iom.sge.length - pos)
 			xfer = (uint32_t)(iom.offset + iom.sge.length - pos);
 		xrs_sbuf_copy_in(rs, &cur, &off, xfer, sgl, &nsge);

@@ -120,7 +120,7 @@ static ssize_t xrs_send_bcopy(struct xrs *rs, const struct iovec **cur,
 {
 	struct ibv_sge sgl[2];
 	uint32_t xfer;
-	uint32_t tlen = rs->target_sgl[rs->target_sge].length;
+	uint32_t tlen = rs->target_sgl[rs->target_sge].length, avail;
 	int nsge;
 
 	if (*olen < left) {
@@ -132,8 +132,9 @@ static ssize_t xrs_send_bcopy(struct xrs *rs, const struct iovec **cur,
 	}
 	if (xfer > xrs_knobs()->max_xfer)
 		xfer = xrs_knobs()->max_xfer;
-	if (xfer > xrs_cnt_get(&rs->sbuf_bytes_avail))
-		xfer = xrs_cnt_get(&rs->sbuf_bytes_avail);
+	avail = xrs_cnt_get(&rs->sbuf_bytes_avail);
+	if (xfer > avail)
+		xfer = avail;
 	if (xfer > tlen)
 		xfer = tlen;
 	xrs_sbuf_copy_in(rs, cur, off, xfer, sgl, &nsge);

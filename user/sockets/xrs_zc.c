@@ -348,10 +348,12 @@ static ssize_t xz_write_sink(struct xrs *rs, const struct iovec **iov,
 	int nsge = 1;
 
 	if (nonblock) {
-		if (xrs_cnt_get(&rs->sbuf_bytes_avail) < XRS_SNDLOWAT)
+		uint32_t avail = xrs_cnt_get(&rs->sbuf_bytes_avail);
+
+		if (avail < XRS_SNDLOWAT)
 			return 0;
-		if (n > xrs_cnt_get(&rs->sbuf_bytes_avail))
-			n = xrs_cnt_get(&rs->sbuf_bytes_avail);
+		if (n > avail)
+			n = avail;
 		staged = (uint32_t)n;
 		xrs_sbuf_copy_in(rs, iov, off, staged, sgl, &nsge);
 		xrs_cnt_sub(&rs->sbuf_bytes_avail, staged);
@@ -460,7 +462,7 @@ static ssize_t xz_srcavail(struct xrs *rs, const struct iovec **iov,
 	struct ibv_sge sgl[2], xs;
 	struct xrs_xmsg x;
 	struct ibv_mr *mr;
-	uint32_t f = XRS_XZ_FIRST, r, tlen;
+	uint32_t f = XRS_XZ_FIRST, r, tlen, avail;
 	uint8_t *p;
 
 	if (!xrs_can_send(rs) && xrs_get_comp(rs, false, xrs_conn_can_send))
@@ -470,8 +472,9 @@ static ssize_t xz_srcavail(struct xrs *rs, const struct iovec **iov,
 	tlen = rs->target_sgl[rs->target_sge].length;
 	if (f > tlen)
 		f = tlen;
-	if (f > xrs_cnt_get(&rs->sbuf_bytes_avail))
-		f = xrs_cnt_get(&rs->sbuf_bytes_avail);
+	avail = xrs_cnt_get(&rs->sbuf_bytes_avail);
+	if (f > avail)
+		f = avail;
 	if (n > XRS_XZ_MAX)
 		n = XRS_XZ_MAX;
 	if (!f || n - f < XRS_ZP_MIN)
