@@ -560,6 +560,84 @@ static void test_sinkavail_late_msg(void **state)
 }
 
 /*
+ * A reader frees receive-buffer bytes in two counters: read (the DATA
+ * check compares a message with the space not unread) and available for
+ * the next credit. The hook runs between the two, when the read has freed
+ * half the buffer, and lets another thread's CQ pass send what credit it
+ * can while the peer's writer waits for one. Had "available" gone first,
+ * that credit would offer the freed half while the check still counted
+ * it unread: the peer's DATA into it was refused as a protocol violation
+ * and the connection lost (test_races' rare failure). Fails every time
+ * with that order.
+ */
+struct credit_race { int s; size_t half, freed; bool fired; };
+
+static void credit_window(void *arg, uint32_t n)
+{
+	struct credit_race *cr = arg;
+	struct pollfd p = { .fd = cr->s, .events = POLLIN };
+
+	if (cr->fired)
+		return;
+	cr->freed += n;
+	if (cr->freed < cr->half)
+		return;
+	cr->fired = true;
+	/* 300 ms of CQ passes: credits out, the peer's DATA in and checked */
+	for (int i = 0; i < 150; i++) {
+		rpoll(&p, 1, 0);
+		usleep(2000);
+	}
+}
+
+static void test_credit_unread_order(void **state)
+{
+	struct credit_race cr = { 0 };
+	struct io w = { 0 }, r = { 0 };
+	struct pollfd p = { 0 };
+	int c, rcvbuf = 0;
+	socklen_t optlen = sizeof(rcvbuf);
+	pthread_t tw, tr;
+	uint8_t *b;
+
+	(void)state;
+	pair(&c, &cr.s);
+	assert_int_equal(rgetsockopt(cr.s, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &optlen), 0);
+	cr.half = (size_t)rcvbuf / 2;
+	/* 4 KB writes go by buffer copy: DATA messages into our buffer */
+	w.fd = c; w.len = (size_t)rcvbuf * 2; w.chunk = 4096; w.seed = 11;
+	assert_int_equal(pthread_create(&tw, NULL, writer, &w), 0);
+	/* our whole buffer unread: the writer now waits for credit */
+	p.fd = cr.s;
+	p.events = POLLIN;
+	for (int i = 0; i < HANG_S * 100 && xrs_p_nread(cr.s) < rcvbuf; i++) {
+		rpoll(&p, 1, 0);
+		usleep(10000);
+	}
+	assert_int_equal(xrs_p_nread(cr.s), rcvbuf);
+	b = malloc(cr.half);
+	assert_non_null(b);
+	xrs_p_read_hook(credit_window, &cr);
+	assert_int_equal(rrecv(cr.s, b, cr.half, MSG_WAITALL), (ssize_t)cr.half);
+	xrs_p_read_hook(NULL, NULL);
+	assert_true(cr.fired);
+	assert_int_equal(check(b, cr.half, 0, 11), SIZE_MAX);
+	free(b);
+	/* the rest of the stream, intact, and the writer done */
+	r.fd = cr.s; r.len = w.len - cr.half; r.off = cr.half; r.seed = 11;
+	assert_int_equal(pthread_create(&tr, NULL, reader, &r), 0);
+	join_or_fail(tw, "writer");
+	join_or_fail(tr, "reader");
+	if (w.err || r.err || r.eof)
+		fail_msg("rsend: %s, rrecv: %s%s (a DATA refused as beyond our credit?)",
+			 strerror(w.err), strerror(r.err), r.eof ? ", end of stream" : "");
+	assert_int_equal(r.done, (ssize_t)r.len);
+	assert_int_equal(r.bad, SIZE_MAX);
+	rclose(c);
+	rclose(cr.s);
+}
+
+/*
  * Races: full duplex, both sides send big blocks while the other side's
  * reader posts SinkAvails with big buffers, so SrcAvails and SinkAvails
  * cross on the wire; mixed sizes and reader buffers (some below
@@ -1331,6 +1409,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_sendsm),
 		cmocka_unit_test(test_sinkavail),
 		cmocka_unit_test(test_sinkavail_late_msg),
+		cmocka_unit_test(test_credit_unread_order),
 		cmocka_unit_test(test_nonblock_copy),
 		cmocka_unit_test(test_sink_wasted),
 		cmocka_unit_test(test_races),

@@ -81,4 +81,13 @@ uint64_t xrs_p_close_acks(void);
  */
 void xrs_p_sink_hook(void (*fn)(void *arg), void *arg);
 
+/**
+ * xrs_p_read_hook() - test hook: call @fn(@arg, @n) (NULL: none, the
+ * default) in a reader's thread each time it has copied @n bytes of a
+ * DATA message out of its receive buffer, between marking them read and
+ * making them available for the next credit update; rlock held, cq_lock
+ * free (@fn may poll the socket).
+ */
+void xrs_p_read_hook(void (*fn)(void *arg, uint32_t n), void *arg);
+
 #endif /* XRS_PRIV_H */

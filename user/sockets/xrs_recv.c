@@ -15,6 +15,7 @@
 #include <rdma/rsocket.h>
 #include "xiwarp/xiwarp.h"
 #include "xrs_int.h"
+#include "xrs_priv.h"
 
 /* Copy @n bytes of the receive ring at *roff into the iovec cursor. */
 static void xrs_copy_out(struct xrs *rs, uint32_t *roff, const struct iovec **iov,
@@ -81,6 +82,8 @@ static size_t xrs_peek(struct xrs *rs, const struct iovec *iov, size_t len)
 	return len - left;
 }
 
+static void xrs_read_test_hook(uint32_t n);
+
 /* Consume DATA at the head of the ring into the cursor. Return: bytes. */
 static size_t xrs_read_data(struct xrs *rs, const struct iovec **cur,
 			    size_t *off, size_t left)
@@ -95,9 +98,37 @@ static size_t xrs_read_data(struct xrs *rs, const struct iovec **cur,
 		xrs_rmsg_consume(rs);
 	}
 	xrs_copy_out(rs, &rs->rbuf_offset, cur, off, n);
-	xrs_cnt_add(&rs->rbuf_bytes_avail, n);
+	/*
+	 * Unread first. Between the two the DATA check (xrs_rx_data) sees
+	 * more room than there is, and no credit can offer these bytes yet.
+	 * The other order let a thread polling the CQ offer them as credit
+	 * while the check still counted them unread: the peer's DATA into
+	 * that credit was a "protocol violation" (test_races, 1 in 2200).
+	 */
 	xrs_cnt_sub(&rs->rbuf_unread, n);
+	xrs_read_test_hook(n);
+	xrs_cnt_add(&rs->rbuf_bytes_avail, n);
 	return n;
+}
+
+/* xrs_p_read_hook(): tests act between the two counter updates above */
+static struct {
+	void (*fn)(void *arg, uint32_t n);
+	void *arg;
+} read_hook;
+
+void xrs_p_read_hook(void (*fn)(void *arg, uint32_t n), void *arg)
+{
+	read_hook.arg = arg;
+	__atomic_store_n(&read_hook.fn, fn, __ATOMIC_RELEASE);
+}
+
+static void xrs_read_test_hook(uint32_t n)
+{
+	void (*fn)(void *, uint32_t) = __atomic_load_n(&read_hook.fn, __ATOMIC_ACQUIRE);
+
+	if (fn)
+		fn(read_hook.arg, n);
 }
 
 /* Take queued messages into the cursor. Return: bytes, or -1 with errno. */
