@@ -82,7 +82,25 @@ static size_t xrs_peek(struct xrs *rs, const struct iovec *iov, size_t len)
 	return len - left;
 }
 
-static void xrs_read_test_hook(uint32_t n);
+/* xrs_p_read_hook(): tests act between the two counter updates of xrs_read_data */
+static struct {
+	void (*fn)(void *arg, uint32_t n);
+	void *arg;
+} read_hook;
+
+void xrs_p_read_hook(void (*fn)(void *arg, uint32_t n), void *arg)
+{
+	read_hook.arg = arg;
+	__atomic_store_n(&read_hook.fn, fn, __ATOMIC_RELEASE);
+}
+
+static void xrs_read_test_hook(uint32_t n)
+{
+	void (*fn)(void *, uint32_t) = __atomic_load_n(&read_hook.fn, __ATOMIC_ACQUIRE);
+
+	if (fn)
+		fn(read_hook.arg, n);
+}
 
 /* Consume DATA at the head of the ring into the cursor. Return: bytes. */
 static size_t xrs_read_data(struct xrs *rs, const struct iovec **cur,
@@ -109,26 +127,6 @@ static size_t xrs_read_data(struct xrs *rs, const struct iovec **cur,
 	xrs_read_test_hook(n);
 	xrs_cnt_add(&rs->rbuf_bytes_avail, n);
 	return n;
-}
-
-/* xrs_p_read_hook(): tests act between the two counter updates above */
-static struct {
-	void (*fn)(void *arg, uint32_t n);
-	void *arg;
-} read_hook;
-
-void xrs_p_read_hook(void (*fn)(void *arg, uint32_t n), void *arg)
-{
-	read_hook.arg = arg;
-	__atomic_store_n(&read_hook.fn, fn, __ATOMIC_RELEASE);
-}
-
-static void xrs_read_test_hook(uint32_t n)
-{
-	void (*fn)(void *, uint32_t) = __atomic_load_n(&read_hook.fn, __ATOMIC_ACQUIRE);
-
-	if (fn)
-		fn(read_hook.arg, n);
 }
 
 /* Take queued messages into the cursor. Return: bytes, or -1 with errno. */
