@@ -9,7 +9,7 @@ usage() {
 usage: scripts/bench.sh [--help]        (make bench; needs root)
 
 One run on one fresh veth pair between two network namespaces; prints one
-table (stdout), progress on stderr, about 2-3 minutes:
+table (stdout), progress on stderr, about 3-4 minutes:
 
   bandwidth   iperf3 single TCP stream (-t TIME, twice: before and after the
               perftest runs, the mean is the reference) vs ib_write_bw,
