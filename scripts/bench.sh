@@ -709,12 +709,30 @@ if [ -x "$TXMODE" ]; then
 fi
 d_add=$(calc 'printf "%.0f", a - c' a="$d_ack" c="$d_copy")
 
+# The host's CPU idle setup, printed with the table: on a VM whose idle
+# vCPUs halt at once (cpuidle haltpoll with guest_halt_poll_ns 0, as on
+# the machines of 2026-11) every wake-up of a thread on an idle vCPU
+# costs a VM exit, and 64 KB copy-mode runs split into a slow and a fast
+# state (README, "What ack mode costs").
+idle_facts() {
+	local d=/sys/devices/system/cpu/cpuidle
+	local p=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+
+	if [ -r "$d/current_driver" ]; then
+		printf 'cpuidle %s' "$(cat "$d/current_driver")"
+	else
+		printf 'cpuidle unknown'
+	fi
+	if [ -r "$p" ]; then printf ', guest_halt_poll_ns %s' "$(cat "$p")"; fi
+}
+
 # --------------------------------------------------------------- table
 progress "done"
 sz() { case $1 in 4096) echo 4K ;; 65536) echo 64K ;; 1048576) echo 1M ;; *) echo "$1" ;; esac; }
 line() { printf '  %-30s %10s %9s %12s %9s\n' "$@"; }
 echo
 echo "xiwarp bench (issue 3): two netns + veth, one run, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs${knobs:+; knobs: $knobs}"
+echo "host: Linux $(uname -r), $(idle_facts)"
 echo
 echo "bandwidth: perftest -R (MB/s = 2^20 B/s shown as Gb/s = 1e9 bit/s); CPU s/GB = user+sys"
 echo "of server + client process over the bytes moved (1e9 B); iperf3: mean of 2 runs of ${T}s"
