@@ -975,6 +975,36 @@ static bool batch_refill(struct xiw_qp *qp, int *why)
  * the same way (MSG_ZEROCOPY or copied), until a short send. Does not
  * advance the batch. Return: bytes accepted, -EAGAIN if none, -errno.
  */
+/*
+ * Ack mode with the sockops tracer (seed 000): name the next WR whose ACK
+ * is waited for (signalled or zero-copy; the others complete with it),
+ * so that only the send call carrying its end is marked for an ACK
+ * callback (xiw_llp_ack_mark). @from: batch offset of the call's first
+ * byte; the batch's @sent is at txc.tail in the acknowledged-bytes space.
+ * tx_lock held, before the call.
+ */
+static void tx_mark_want(struct xiw_qp *qp, size_t from)
+{
+	const struct xiw_txbatch *b = qp->b;
+
+	if (!qp->ack_traced)
+		return;
+	for (int i = b->mark_idx; i < b->nmark; i++) {
+		const struct xiw_txmark *k = &b->mark[i];
+		const struct xiw_sqe *e;
+
+		if (k->kind != XIW_TXK_SQ || k->end <= from)
+			continue;
+		e = &qp->sq[k->idx & qp->sq_mask];
+		if (sqe_is_request(e->opcode) ||
+		    !(qp->sig_all || (e->flags & IBV_SEND_SIGNALED) || e->zc))
+			continue;
+		xiw_llp_ack_mark(qp->llp,
+				 qp->txc.tail + (uint32_t)(k->end - b->sent));
+		return;
+	}
+}
+
 static ssize_t batch_send_runs(struct xiw_qp *qp, int end)
 {
 	struct xiw_txbatch *b = qp->b;
@@ -990,6 +1020,7 @@ static ssize_t batch_send_runs(struct xiw_qp *qp, int end)
 
 		for (; j < end && b->zc[j] == zc; j++)
 			want += b->iov[j].iov_len;
+		tx_mark_want(qp, b->sent + total);
 		n = zc ? xiw_llp_send_zc(qp->llp, b->iov + i, j - i, &id, &used) :
 			 xiw_llp_send(qp->llp, b->iov + i, j - i, false);
 		if (n < 0)
@@ -1029,6 +1060,7 @@ static ssize_t batch_send(struct xiw_qp *qp, size_t limit, size_t *want)
 	*want = bytes;
 	if (b->any_zc)
 		return batch_send_runs(qp, end);
+	tx_mark_want(qp, b->sent);
 	return xiw_llp_send(qp->llp, b->iov + b->iov_idx, end - b->iov_idx,
 			    false);
 }

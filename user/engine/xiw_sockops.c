@@ -350,6 +350,21 @@ int xiw_sockops_arm(int sockfd, uint32_t watermark)
 	return bpf_map_update_elem(sk_map_fd(), &sockfd, &st, BPF_EXIST) ? -errno : 0;
 }
 
+uint64_t *xiw_sockops_mark_slot(uint64_t cookie)
+{
+	if (!so.skel || !so.skel->bss)
+		return NULL;
+	return (uint64_t *)&so.skel->bss->xiw_mark_want[cookie & (XIW_MARK_SLOTS - 1)];
+}
+
+uint32_t xiw_sockops_mark_done(uint64_t cookie)
+{
+	if (!so.skel || !so.skel->bss)
+		return 0;
+	return __atomic_load_n(&so.skel->bss->xiw_mark_done[cookie & (XIW_MARK_SLOTS - 1)],
+			       __ATOMIC_RELAXED);
+}
+
 int xiw_sockops_consume(xiw_ack_fn fn, void *ctx)
 {
 	int n;

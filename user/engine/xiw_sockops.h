@@ -87,6 +87,20 @@ void xiw_sk_view_del(int map_fd, int sockfd);
  * Return: 0 or -errno (-ENOENT: socket not registered).
  */
 int xiw_sockops_arm(int sockfd, uint32_t watermark);
+/**
+ * xiw_sockops_mark_slot() - this process's mark-table entry for the socket
+ * registered with @cookie (XIW_MARK_WANT, include/xiwarp/abi/sockops.h):
+ * memory the program reads, written with plain stores. Sockets whose
+ * cookies share a slot get every send call marked while they take turns
+ * (as before the table). Return: the entry, NULL while no tracer is loaded.
+ */
+uint64_t *xiw_sockops_mark_slot(uint64_t cookie);
+/**
+ * xiw_sockops_mark_done() - the position the program last marked a send
+ * call for in @cookie's slot (tests, diagnostics). Return: 0 without a
+ * loaded tracer.
+ */
+uint32_t xiw_sockops_mark_done(uint64_t cookie);
 /** xiw_sockops_state() - read @sockfd's current state. Return: 0 or -errno. */
 int xiw_sockops_state(int sockfd, struct xiw_sk_ack *out);
 

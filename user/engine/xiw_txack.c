@@ -26,11 +26,14 @@
 #define ACK_POLL_MS 1		/* polling TCP_INFO: ~ACK latency we add */
 /*
  * With sockops events: the net for ACKs the program does not see. It runs
- * on the ACK of a send call's last byte (TX timestamping) and once per
- * round trip (RTT_CB); a WR that ends inside a send call and is covered
- * by a later ACK of the same round trip is seen only when the rest of
- * that call is acknowledged, or here. (Before the timestamping hook this
- * was every multi-segment WR: RTT_CB is not per ACK.)
+ * on the ACK of a marked send call's last byte (TX timestamping; marked:
+ * the calls that carry a signalled or zero-copy WR's end, xiw_qp_tx.c)
+ * and once per round trip (RTT_CB); a WR that ends inside a send call and
+ * is covered by a later ACK of the same round trip is seen only when the
+ * rest of that call is acknowledged, or here, and so is an unsignalled
+ * WR the scan armed for (no signalled one pending). (Before the
+ * timestamping hook this was every multi-segment WR: RTT_CB is not per
+ * ACK.)
  */
 #define ACK_BACKSTOP_MS 5
 /*

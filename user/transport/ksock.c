@@ -76,6 +76,7 @@ struct xiw_ksock {
 	struct xiw_ptimer fin_timer;	/* progress thread */
 	bool rx_owed;			/* read since the last drain (quick ACK owed) */
 	struct xiw_ksock_zc zc;		/* MSG_ZEROCOPY (ksock_zc.c), own lock */
+	struct xiw_ksock_mark mark;	/* sockops TX marks (ksock_ack.c) */
 	struct xiw_ksock *lowat_prev, *lowat_next;	/* lowat_lock */
 };
 
@@ -662,6 +663,11 @@ int xiw_ksock_fd(const struct xiw_ksock *l)
 struct xiw_ksock_zc *xiw_ksock_zc(struct xiw_ksock *l)
 {
 	return &l->zc;
+}
+
+struct xiw_ksock_mark *xiw_ksock_mark(struct xiw_ksock *l)
+{
+	return &l->mark;
 }
 
 uint32_t xiw_ksock_mss(struct xiw_ksock *l)

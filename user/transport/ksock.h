@@ -101,6 +101,21 @@ struct xiw_ksock_zc *xiw_ksock_zc(struct xiw_ksock *l);
  *  queue (progress thread, on EPOLLERR). */
 void xiw_ksock_zc_reap(struct xiw_ksock *l);
 
+/**
+ * struct xiw_ksock_mark - where this connection asks the sockops tracer
+ * for TX timestamp marks (ksock_ack.c; XIW_MARK_WANT in
+ * include/xiwarp/abi/sockops.h). Send lock holders only.
+ * @slot:   its entry of the process's mark table; NULL while not traced.
+ * @cookie: the cookie it was registered with (the entry's tag).
+ */
+struct xiw_ksock_mark {
+	uint64_t *slot;
+	uint64_t cookie;
+};
+
+/** xiw_ksock_mark() - the connection's mark-table entry. */
+struct xiw_ksock_mark *xiw_ksock_mark(struct xiw_ksock *l);
+
 #define XIW_NOTSENT_LOWAT_DEFAULT (128 * 1024)
 #define XIW_NOTSENT_LOWAT_MAX (1 << 30)
 #define XIW_LOWAT_MIN_CONNS 16	/* open connections for the lowat */
@@ -149,6 +164,7 @@ int xiw_ksock_ack_trace(struct xiw_ksock *l, uint64_t cookie);
 /** xiw_ksock_ack_untrace() - stop tracing a connection that is closing. */
 void xiw_ksock_ack_untrace(struct xiw_ksock *l);
 int xiw_ksock_ack_arm(struct xiw_ksock *l, uint32_t target);
+void xiw_ksock_ack_mark(struct xiw_ksock *l, uint32_t pos);
 bool xiw_ksock_zc_usable(struct xiw_ksock *l);
 ssize_t xiw_ksock_send_zc(struct xiw_ksock *l, const struct iovec *iov, int n,
 			  uint32_t *id, bool *zc);

@@ -101,11 +101,16 @@ int xiw_ksock_ack_state(struct xiw_ksock *l, uint32_t *una, uint32_t *outq)
  */
 int xiw_ksock_ack_trace(struct xiw_ksock *l, uint64_t cookie)
 {
+	struct xiw_ksock_mark *m = xiw_ksock_mark(l);
 	int ret = xiw_sockops_peek();
 
+	if (!ret)
+		ret = xiw_sockops_register(xiw_ksock_fd(l), cookie);
 	if (ret)
 		return ret;
-	return xiw_sockops_register(xiw_ksock_fd(l), cookie);
+	m->cookie = cookie;
+	m->slot = xiw_sockops_mark_slot(cookie);
+	return 0;
 }
 
 /**
@@ -114,6 +119,7 @@ int xiw_ksock_ack_trace(struct xiw_ksock *l, uint64_t cookie)
  */
 void xiw_ksock_ack_untrace(struct xiw_ksock *l)
 {
+	xiw_ksock_mark(l)->slot = NULL;
 	xiw_sockops_unregister(xiw_ksock_fd(l));
 }
 
@@ -127,4 +133,20 @@ void xiw_ksock_ack_untrace(struct xiw_ksock *l)
 int xiw_ksock_ack_arm(struct xiw_ksock *l, uint32_t target)
 {
 	return xiw_sockops_arm(xiw_ksock_fd(l), target);
+}
+
+/**
+ * xiw_ksock_ack_mark() - ask the sockops program to mark the first send
+ * call whose end reaches acknowledged-bytes position @pos (mod 2^32) for
+ * an ACK callback: one store into the process's mark table, which the
+ * program reads in that call's BPF_SOCK_OPS_TSTAMP_SENDMSG_CB. No-op when
+ * the connection is not traced. Send lock held, before the send.
+ */
+void xiw_ksock_ack_mark(struct xiw_ksock *l, uint32_t pos)
+{
+	struct xiw_ksock_mark *m = xiw_ksock_mark(l);
+
+	if (m->slot)	/* the syscall that follows orders the store */
+		__atomic_store_n(m->slot, XIW_MARK_WANT(m->cookie, pos),
+				 __ATOMIC_RELAXED);
 }

@@ -84,6 +84,11 @@ static int op_ack_arm(struct xiw_llp *l, uint32_t target)
 	return xiw_ksock_ack_arm(KS(l), target);
 }
 
+static void op_ack_mark(struct xiw_llp *l, uint32_t pos)
+{
+	xiw_ksock_ack_mark(KS(l), pos);
+}
+
 static bool op_zc_usable(struct xiw_llp *l)
 {
 	return xiw_ksock_zc_usable(KS(l));
@@ -128,6 +133,7 @@ const struct xiw_llp_ops xiw_ksock_ops = {
 	.ack_state = op_ack_state,
 	.ack_trace = op_ack_trace,
 	.ack_arm = op_ack_arm,
+	.ack_mark = op_ack_mark,
 	.zc_usable = op_zc_usable,
 	.send_zc = op_send_zc,
 	.zc_released = op_zc_released,

@@ -70,7 +70,8 @@ struct xiw_llp_cb {
 
 /**
  * struct xiw_llp_ops - one transport's implementation of the seam. Every
- * member is mandatory except @fpdu_stream, @fpdu_meta and @fpdu_done
+ * member is mandatory except @ack_mark (NULL: the transport sees every
+ * ACK, as xsk), @fpdu_stream, @fpdu_meta and @fpdu_done
  * (NULL: the transport parses no FPDU headers, as ksock); the semantics
  * are those of the xiw_llp_*() wrapper of the same name below.
  * @name: "ksock", "xsk" (logs, xiw_llp_name()).
@@ -101,6 +102,7 @@ struct xiw_llp_ops {
 	int (*ack_state)(struct xiw_llp *l, uint32_t *una, uint32_t *outq);
 	int (*ack_trace)(struct xiw_llp *l, uint64_t cookie);
 	int (*ack_arm)(struct xiw_llp *l, uint32_t target);
+	void (*ack_mark)(struct xiw_llp *l, uint32_t pos);	/* optional */
 	bool (*zc_usable)(struct xiw_llp *l);
 	ssize_t (*send_zc)(struct xiw_llp *l, const struct iovec *iov, int n,
 			   uint32_t *id, bool *zc);
@@ -245,6 +247,19 @@ static inline int xiw_llp_ack_trace(struct xiw_llp *l, uint64_t cookie)
 static inline int xiw_llp_ack_arm(struct xiw_llp *l, uint32_t target)
 {
 	return l->ops->ack_arm(l, target);
+}
+
+/**
+ * xiw_llp_ack_mark() - the next send call whose end reaches acknowledged-
+ * bytes position @pos carries the end of a WR whose ACK is waited for:
+ * have the ACK tracer report that call's ACK (ksock: the sockops mark
+ * table, XIW_MARK_WANT; calls not asked for get no ACK callback of their
+ * own). Optional per transport; send lock held, called before the send.
+ */
+static inline void xiw_llp_ack_mark(struct xiw_llp *l, uint32_t pos)
+{
+	if (l->ops->ack_mark)
+		l->ops->ack_mark(l, pos);
 }
 
 /*

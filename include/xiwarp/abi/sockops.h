@@ -70,6 +70,23 @@ struct xiw_ack_event {
 	__u32 pad;
 };
 
+/*
+ * Which send calls get a TX timestamp mark (BPF_SOCK_OPS_TSTAMP_ACK_CB on
+ * the ACK of their last byte): those that carry the end of a WR someone
+ * waits for, not every one. Each process's program instance has a table
+ * in its .bss (mmapped into the process, so the engine writes it with a
+ * plain store, no syscall): slot (cookie % XIW_MARK_SLOTS) holds
+ * XIW_MARK_WANT(cookie, pos), pos = the acknowledged-bytes-space position
+ * (see above) one past the last byte of the next WR whose ACK the engine
+ * wants to hear of. The program marks the first send call whose end
+ * reaches pos, once. A slot whose tag is not the socket's cookie (never
+ * written, or taken by another socket of the same slot) marks every call,
+ * as before this table.
+ */
+#define XIW_MARK_SLOTS 4096
+#define XIW_MARK_WANT(cookie, pos) \
+	(((__u64)(__u32)(cookie) << 32) | (__u32)(pos))
+
 /* where the loader pins the shared per-socket map (bpffs); the name
  * carries the layout version of struct xiw_sk_ack */
 #define XIW_BPF_PIN_DIR "/sys/fs/bpf/xiwarp"
