@@ -11,7 +11,10 @@
  *     itself (SIGSTOP) once all are established. It exits 0 when every
  *     client's final SEND came and the bytes it wrote match the pattern.
  *   client: xiw_txmode -c ADDR -p PORT -t lat|stop|multi [-l LEN] [-q N]
- *     lat:   -k times one signalled WRITE of LEN, prints lat_us=<median>
+ *     lat:   -k times one signalled WRITE of LEN, prints lat_us=<median>;
+ *            -E: wait for each WC on a completion channel instead of
+ *            polling (a polling thread completes ACKed WRs itself; a
+ *            sleeping one gets them only from the engine's ACK scan)
  *     stop:  posts N WRITEs of LEN, one per millisecond, timing every
  *            ibv_post_send; once no WC came for 1.5 s prints
  *            "stall done_bytes=B"; then waits for all (SIGCONT at the
@@ -57,7 +60,8 @@ struct conn {
 };
 
 static struct {
-	int server, stop_self, nqp, k, depth, secs, cqe;
+	int server, stop_self, nqp, k, depth, secs, cqe, events;
+	struct ibv_comp_channel *comp;
 	const char *addr, *port, *port2, *test;
 	size_t len, mrsize;
 	struct rdma_event_channel *ch;
@@ -110,7 +114,11 @@ static void setup_qp(struct conn *c, int i)
 
 	if (!g.pd) {
 		g.pd = ibv_alloc_pd(c->id->verbs);
-		g.cq = g.pd ? ibv_create_cq(c->id->verbs, g.cqe, NULL, NULL, 0) : NULL;
+		if (g.events && g.pd)
+			g.comp = ibv_create_comp_channel(c->id->verbs);
+		if (g.events && !g.comp)
+			fail("ibv_create_comp_channel");
+		g.cq = g.pd ? ibv_create_cq(c->id->verbs, g.cqe, NULL, g.comp, 0) : NULL;
 		if (!g.cq)
 			fail("pd/cq");
 	}
@@ -332,6 +340,25 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* -E: sleep on the completion channel until @c's WRs are all done */
+static void wait_events(struct conn *c)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	while (c->done < c->posted) {
+		if (reap())
+			continue;
+		if (ibv_req_notify_cq(g.cq, 0))
+			fail("ibv_req_notify_cq");
+		if (reap())	/* a WC between the poll and the arm */
+			continue;
+		if (ibv_get_cq_event(g.comp, &cq, &ctx))
+			fail("ibv_get_cq_event");
+		ibv_ack_cq_events(cq, 1);
+	}
+}
+
 static void test_lat(void)
 {
 	uint64_t lat[64];
@@ -342,7 +369,10 @@ static void test_lat(void)
 
 		if (post_write(&g.c[0], NULL))
 			fail("ibv_post_send");
-		wait_n(1, 10u * 1000000);
+		if (g.events)
+			wait_events(&g.c[0]);
+		else
+			wait_n(1, 10u * 1000000);
 		lat[i] = now_us() - t0;
 		printf("write %zu B: %llu us\n", g.len, (unsigned long long)lat[i]);
 		usleep(50000);	/* let delayed ACKs of the peer settle */
@@ -503,7 +533,7 @@ int main(int argc, char **argv)
 	int o;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((o = getopt(argc, argv, "sc:p:P:n:St:l:q:k:d:m:C:")) != -1) {
+	while ((o = getopt(argc, argv, "sc:p:P:n:St:l:q:k:d:m:C:E")) != -1) {
 		switch (o) {
 		case 's': g.server = 1; break;
 		case 'c': g.addr = optarg; break;
@@ -518,6 +548,7 @@ int main(int argc, char **argv)
 		case 'd': g.secs = atoi(optarg); break;
 		case 'm': g.mrsize = (size_t)atol(optarg) << 20; break;
 		case 'C': g.cqe = atoi(optarg); break;
+		case 'E': g.events = 1; break;
 		default:
 			fprintf(stderr, "usage: see the comment at the top\n");
 			return 2;
