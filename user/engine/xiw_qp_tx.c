@@ -971,11 +971,6 @@ static bool batch_refill(struct xiw_qp *qp, int *why)
 }
 
 /*
- * A batch with zero-copy payload: one sendmsg per run of iovecs that go
- * the same way (MSG_ZEROCOPY or copied), until a short send. Does not
- * advance the batch. Return: bytes accepted, -EAGAIN if none, -errno.
- */
-/*
  * Ack mode with the sockops tracer (seed 000): name the next WR whose ACK
  * is waited for (signalled or zero-copy; the others complete with it),
  * so that only the send call carrying its end is marked for an ACK
@@ -1005,6 +1000,11 @@ static void tx_mark_want(struct xiw_qp *qp, size_t from)
 	}
 }
 
+/*
+ * A batch with zero-copy payload: one sendmsg per run of iovecs that go
+ * the same way (MSG_ZEROCOPY or copied), until a short send. Does not
+ * advance the batch. Return: bytes accepted, -EAGAIN if none, -errno.
+ */
 static ssize_t batch_send_runs(struct xiw_qp *qp, int end)
 {
 	struct xiw_txbatch *b = qp->b;
