@@ -27,10 +27,10 @@
  * Why marks only where wanted (2026-11-29): a marked send call costs four
  * program runs per attached instance (SENDMSG, then TSTAMP_SCHED,
  * TSTAMP_SND_SW and TSTAMP_ACK on its last skb), and every xiwarp process
- * attaches its own instance to the cgroup. 64 KB `ib_write_bw` in ack
- * mode (perftest signals every 100th WR) marked all of its ~23.6 k send
- * calls, ~118 k runs per instance with RTT_CB's. With this table a stream marks
- * about one call per signalled WR.
+ * attaches its own instance to the cgroup. 64 KB `ib_write_bw -Q 100` in
+ * ack mode (a WC per 100 WRs) had all of its ~30.5 k send calls marked;
+ * with this table 495. (perftest's default signals every WR: there every
+ * call still carries a signalled WR's end and is marked.)
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -61,9 +61,10 @@ struct {
  * The registered sockets as bpftool can list them (socket storage cannot
  * be iterated from user space): key = the kernel's socket cookie, value =
  * a copy of the socket's state, added by the engine when it registers
- * the socket, refreshed here at every event, removed when the socket closes (by the engine when it closes the
- * stream or exits, user/engine/xiw_sockops_view.c; here at TCP_CLOSE
- * while the owner's program is still attached). Shared and pinned
+ * the socket, refreshed here at every event, removed when the socket
+ * closes (by the engine when it closes the stream or exits,
+ * user/engine/xiw_sockops_view.c; here at TCP_CLOSE while the owner's
+ * program is still attached). Shared and pinned
  * like xiw_sk_ack2 (xiw_sk_view2 in the host's /sys/fs/bpf/xiwarp).
  */
 struct {
@@ -242,8 +243,9 @@ int xiw_sockops(struct bpf_sock_ops *skops)
 		}
 		break;
 	default:
-		/* the listing: when an event fired (not per round trip: an LRU
-		 * update per RTT_CB cost a few % of 64 KB bandwidth) */
+		/* the listing: when an event fired (no longer on every RTT_CB
+		 * and every callback while disarmed: an LRU update each, on
+		 * the ACK path) */
 		if (on_ack(skops, sk, st))
 			view_update(skops, st);
 	}
