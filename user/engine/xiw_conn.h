@@ -94,5 +94,7 @@ void xiw_cm_stream_closed(struct xiw_cm_conn *conn, int err);
 int xiw_progress_run(void (*fn)(void *arg), void *arg);
 /** xiw_progress_is_self() - true when called on the progress thread. */
 bool xiw_progress_is_self(void);
+/* the responder spin (xiw_progress.c, XIW_RESP_SPIN_US) */
+void xiw_progress_note_resp(void);
 
 #endif /* XIW_CONN_H */

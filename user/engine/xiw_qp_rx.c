@@ -1107,6 +1107,7 @@ static void rx_flush_tx(struct xiw_qp *qp)
 	rx_tx_lock(qp);
 	xiw_tx_push_rx(qp);
 	xiw_tx_unlock(qp);
+	xiw_progress_note_resp();	/* the next request comes soon */
 }
 
 #define XIW_RX_TX_BATCH 16	/* READs answered per sendmsg at most */
