@@ -374,8 +374,9 @@ static uint64_t pg_resp_spin(uint64_t ns)
 
 /**
  * xiw_progress_note_resp() - the receive path just sent READ or Atomic
- * responses: on the progress thread, have it spin a little before it
- * sleeps (pg_resp_spin). No-op on other threads.
+ * responses (or READs that waited for ORD room: a requester that is
+ * also in a READ exchange): on the progress thread, have it spin a
+ * little before it sleeps (pg_resp_spin). No-op on other threads.
  */
 void xiw_progress_note_resp(void)
 {
