@@ -103,9 +103,21 @@ static void side_init(struct side *s)
 	pthread_cond_init(&s->cond, NULL);
 }
 
-static void test_echo(void **state)
+/* Listen on 127.0.0.1, a port the kernel picks; @bound gets it. */
+static struct xiw_ksock_listener *listen_lo(struct sockaddr_storage *bound)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct xiw_ksock_listener *ls;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(xiw_ksock_listen((struct sockaddr *)&a, 8, on_accept,
+					  &srv, &ls, bound), 0);
+	assert_int_not_equal(((struct sockaddr_in *)bound)->sin_port, 0);
+	return ls;
+}
+
+static void test_echo(void **state)
+{
 	struct sockaddr_storage bound;
 	struct xiw_ksock_listener *ls;
 	struct iovec iov = { "hello", 5 };
@@ -113,10 +125,7 @@ static void test_echo(void **state)
 	(void)state;
 	side_init(&srv);
 	side_init(&cli);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(xiw_ksock_listen((struct sockaddr *)&a, 8, on_accept,
-					  &srv, &ls, &bound), 0);
-	assert_int_not_equal(((struct sockaddr_in *)&bound)->sin_port, 0);
+	ls = listen_lo(&bound);
 	assert_int_equal(xiw_ksock_connect(NULL, (struct sockaddr *)&bound,
 					   &cbs, &cli, &cli.l), 0);
 	wait_for(&cli, &cli.connected);
@@ -252,19 +261,83 @@ static void test_notsent_lowat(void **state)
 	assert_int_equal(xiw_ksock_open_conns(), base);
 }
 
-static void test_refused(void **state)
+/* A plain blocking connect to @to; 0 or -errno. */
+static int plain_connect(const struct sockaddr_storage *to)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), err = 0;
+
+	assert_true(fd >= 0);
+	if (connect(fd, (const struct sockaddr *)to, sizeof(struct sockaddr_in)))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+/*
+ * A closed listener's port stays listening for XIW_LISTEN_LINGER_MS
+ * (main() sets 300): a connection made meanwhile waits in the backlog and
+ * is served by the next listen on the same address (ksock_relisten.c).
+ */
+static void test_relisten_keeps_queue(void **state)
+{
 	struct sockaddr_storage bound;
 	struct xiw_ksock_listener *ls;
-	int err;
+	struct iovec iov = { "queued", 6 };
+
+	(void)state;
+	side_init(&srv);
+	side_init(&cli);
+	xiw_ksock_listener_close(listen_lo(&bound));
+	assert_int_equal(xiw_ksock_connect(NULL, (struct sockaddr *)&bound,
+					   &cbs, &cli, &cli.l), 0);
+	pthread_mutex_lock(&cli.lock);
+	while (!cli.connected && !cli.closed_err)
+		pthread_cond_wait(&cli.cond, &cli.lock);
+	pthread_mutex_unlock(&cli.lock);
+	assert_int_equal(cli.closed_err, 0);	/* not refused: queued */
+	assert_int_equal(cli.connected, 1);
+	assert_int_equal(xiw_llp_send(cli.l, &iov, 1, false), 6);
+	assert_null(srv.l);
+	assert_int_equal(xiw_ksock_listen((struct sockaddr *)&bound, 8, on_accept,
+					  &srv, &ls, NULL), 0);
+	pthread_mutex_lock(&srv.lock);
+	while (srv.got < 6)
+		pthread_cond_wait(&srv.cond, &srv.lock);
+	assert_memory_equal(srv.buf, "queued", 6);
+	pthread_mutex_unlock(&srv.lock);
+	xiw_llp_close(cli.l);
+	xiw_llp_close(srv.l);
+	xiw_ksock_listener_close(ls);
+}
+
+/* The kept socket must not make a listen on its port at another address
+ * fail with EADDRINUSE (a wildcard bind conflicts with 127.0.0.1). */
+static void test_relisten_other_addr(void **state)
+{
+	struct sockaddr_storage bound;
+	struct xiw_ksock_listener *ls;
+
+	(void)state;
+	xiw_ksock_listener_close(listen_lo(&bound));
+	((struct sockaddr_in *)&bound)->sin_addr.s_addr = htonl(INADDR_ANY);
+	assert_int_equal(xiw_ksock_listen((struct sockaddr *)&bound, 8, on_accept,
+					  &srv, &ls, NULL), 0);
+	xiw_ksock_listener_close(ls);
+}
+
+/* Nobody listens again: once the kept socket is closed, connects are
+ * refused (polled, not timed: up to 10 s on a loaded machine). */
+static void test_refused(void **state)
+{
+	struct sockaddr_storage bound;
+	int err, tries = 0;
 
 	(void)state;
 	side_init(&cli);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(xiw_ksock_listen((struct sockaddr *)&a, 8, on_accept,
-					  &srv, &ls, &bound), 0);
-	xiw_ksock_listener_close(ls);	/* now the port is closed */
+	xiw_ksock_listener_close(listen_lo(&bound));
+	while ((err = plain_connect(&bound)) == 0 && ++tries < 500)
+		usleep(20000);
+	assert_int_equal(err, -ECONNREFUSED);
 	err = xiw_ksock_connect(NULL, (struct sockaddr *)&bound, &cbs, &cli, &cli.l);
 	if (err) {
 		assert_int_equal(err, -ECONNREFUSED);
@@ -468,10 +541,13 @@ static void test_close_waits_for_acks(void **state)
 int main(void)
 {
 	setenv("XIW_CLOSE_QUIET_MS", "1000", 1);	/* QUIET_MS */
+	setenv("XIW_LISTEN_LINGER_MS", "300", 1);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_run_sync),
 		cmocka_unit_test(test_echo),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_relisten_keeps_queue),
+		cmocka_unit_test(test_relisten_other_addr),
 		cmocka_unit_test(test_notsent_lowat),
 		cmocka_unit_test(test_close_unread_is_fin),
 		cmocka_unit_test(test_close_lingers_after_rx),

@@ -815,12 +815,17 @@ static int listen_socket(const struct sockaddr *addr, int backlog,
 
 	if (!len)
 		return -EAFNOSUPPORT;
-	fd = tcp_socket(addr->sa_family);
-	if (fd < 0)
-		return fd;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, addr, len))
-		goto fail;
+	/* a socket kept listening since our last close of this address:
+	 * connections it queued meanwhile are served (ksock_relisten.c) */
+	fd = xiw_ksock_relisten_take(addr);
+	if (fd < 0) {
+		fd = tcp_socket(addr->sa_family);
+		if (fd < 0)
+			return fd;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, addr, len))
+			goto fail;
+	}
 	len = sizeof(b);
 	if (getsockname(fd, (struct sockaddr *)&b, &len))
 		goto fail;
@@ -883,7 +888,8 @@ static void listener_close_fd(void *p)
 	struct xiw_ksock_listener *ls = p;
 
 	xiw_progress_fd_del(&ls->pfd);
-	close(ls->pfd.fd);
+	if (!xiw_ksock_relisten_keep(ls->pfd.fd))
+		close(ls->pfd.fd);
 }
 
 void xiw_ksock_listener_close(struct xiw_ksock_listener *ls)

@@ -70,9 +70,14 @@ int xiw_ksock_adopt(int fd, xiw_ksock_accept_fn fn, void *arg);
 /**
  * xiw_ksock_listener_close() - stop listening and free. After it returns
  * no accept callback is running or will run. Connections the kernel had
- * queued but we had not accepted are reset by the kernel.
+ * queued but we had not accepted are reset by the kernel, when the port
+ * is not listened on again within XIW_LISTEN_LINGER_MS (ksock_relisten.c).
  */
 void xiw_ksock_listener_close(struct xiw_ksock_listener *ls);
+
+/* ksock_relisten.c: a closed listener's port stays listening a moment */
+bool xiw_ksock_relisten_keep(int fd);
+int xiw_ksock_relisten_take(const struct sockaddr *addr);
 
 /** xiw_ksock_sa_len() - sockaddr length for @sa's family (0 if unknown). */
 socklen_t xiw_ksock_sa_len(const struct sockaddr *sa);
