@@ -24,6 +24,13 @@
 #             xiw_quickclose: close each of 25 connections the moment it
 #               is ESTABLISHED (disconnect / destroy) against siw's
 #               rping -P: siw's kernel must stay clean (iwcm.c:969 BUG).
+#             ack/: xiwarp with XIW_TX_COMPLETION=ack (WCs at the peer's
+#               TCP ACK, seed 000): rping, ib_{write,read}_bw -s 65536 and
+#               ib_send_lat -s 2, both roles. As server, xiwarp's last
+#               setup message then completes at siw's delayed ACK (~40 ms)
+#               and perftest listens again only after it: siw's client,
+#               which does not retry a refused connect, needs the closed
+#               listener's port to stay listening (XIW_LISTEN_LINGER_MS);
 #             rstream (blocking, nonblocking) and riostream of rdma-core 44
 #               (real rsockets on siw) against ours, both directions,
 #               data verified, each connection closed by a FIN from our
@@ -191,6 +198,13 @@ cells_of() {
 		echo "term/siwsrv/remerr-read"
 		echo "close/siwsrv/quick-disconnect"
 		echo "close/siwsrv/quick-destroy"
+		# "ack/" cells run xiwarp with XIW_TX_COMPLETION=ack (run_cell)
+		for r in siwsrv xiwsrv; do
+			echo "ack/rping/$r/crc-off"
+			echo "ack/perf/$r/ib_write_bw-s65536"
+			echo "ack/perf/$r/ib_read_bw-s65536"
+			echo "ack/perf/$r/ib_send_lat-s2"
+		done
 		;;
 	crcreq)
 		for r in siwsrv xiwsrv; do
@@ -839,6 +853,11 @@ run_cell() { # CELL
 	mkdir -p "$CELLDIR"
 	XENV=("${XENV0[@]}")
 	XSKCELL=0 CAP="" CAPPID=""
+	case $c in ack/*)
+		c=${c#ack/}
+		XENV+=(XIW_TX_COMPLETION=ack)
+		;;
+	esac
 	case $c in xsk/*)
 		XSKCELL=1
 		c=${c#xsk/}

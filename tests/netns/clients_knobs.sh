@@ -6,6 +6,13 @@
 #
 # With MPA v1 there is no RTR, so the initiator must send first: only the
 # programs whose client sends first (rping, ib_write_bw, ib_send_bw).
+#
+# ack-server-noretry: a server in ack mode (XIW_TX_COMPLETION=ack) and a
+# client that does not retry a refused connect, like Linux siw's perftest:
+# the server's last setup message completes only at the client's delayed
+# ACK (~40 ms), and perftest listens again only after that, so the client's
+# second connect finds the port closed unless the closed listener's socket
+# kept listening (XIW_LISTEN_LINGER_MS, user/transport/ksock_relisten.c).
 # timeout: 900
 set -uo pipefail
 # shellcheck source=tests/netns/lib_clients.sh
@@ -41,6 +48,7 @@ combo fpdu-mixed "" "XIW_MAX_FPDU=1000" "XIW_MAX_FPDU=300"
 combo all-on "XIW_MPA_CRC=1 XIW_MPA_MARKERS=1 XIW_MAX_FPDU=700" "" ""
 combo mpa-v1 "XIW_MPA_VERSION=1 XIW_MPA_P2P=0" "" "" v1
 combo mpa-v1-client "" "" "XIW_MPA_VERSION=1" v1
+combo ack-server-noretry "" "XIW_TX_COMPLETION=ack" "XIW_CM_REFUSED_RETRY_MS=0"
 combo mpa-v1-crc-markers "XIW_MPA_VERSION=1 XIW_MPA_P2P=0 XIW_MPA_CRC=1 XIW_MPA_MARKERS=1" "" "" v1
 
 xc_finish
