@@ -30,7 +30,8 @@
 #               setup message then completes at siw's delayed ACK (~40 ms)
 #               and perftest listens again only after it: siw's client,
 #               which does not retry a refused connect, needs the closed
-#               listener's port to stay listening (XIW_LISTEN_LINGER_MS);
+#               listener's port to stay listening while the handshake
+#               connection is open (XIW_LISTEN_LINGER_MS);
 #             rstream (blocking, nonblocking) and riostream of rdma-core 44
 #               (real rsockets on siw) against ours, both directions,
 #               data verified, each connection closed by a FIN from our

@@ -12,7 +12,8 @@
 # the server's last setup message completes only at the client's delayed
 # ACK (~40 ms), and perftest listens again only after that, so the client's
 # second connect finds the port closed unless the closed listener's socket
-# kept listening (XIW_LISTEN_LINGER_MS, user/transport/ksock_relisten.c).
+# kept listening while the handshake connection is open
+# (XIW_LISTEN_LINGER_MS, user/transport/ksock_relisten.c).
 # timeout: 900
 set -uo pipefail
 # shellcheck source=tests/netns/lib_clients.sh

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/time.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -84,7 +85,7 @@ static void on_accept(void *arg, struct xiw_llp *l)
 {
 	struct side *s = arg;
 
-	s->l = l;
+	__atomic_store_n(&s->l, l, __ATOMIC_RELEASE);
 	xiw_llp_set_owner(l, &cbs, s);
 }
 
@@ -261,50 +262,84 @@ static void test_notsent_lowat(void **state)
 	assert_int_equal(xiw_ksock_open_conns(), base);
 }
 
-/* A plain blocking connect to @to; 0 or -errno. */
+/* A plain connect to @to, given up after 100 ms (a full backlog drops
+ * SYNs); 0 or -errno. */
 static int plain_connect(const struct sockaddr_storage *to)
 {
+	struct timeval tv = { 0, 100000 };
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), err = 0;
 
 	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (const struct sockaddr *)to, sizeof(struct sockaddr_in)))
 		err = -errno;
 	close(fd);
 	return err;
 }
 
+/* Connect @c to @bound and wait until it is connected (or failed). */
+static void side_connect(struct side *c, const struct sockaddr_storage *bound)
+{
+	int err;
+
+	side_init(c);
+	err = xiw_ksock_connect(NULL, (const struct sockaddr *)bound, &cbs, c,
+				&c->l);
+	if (err) {	/* loopback may refuse inside connect() */
+		assert_int_equal(err, -ECONNREFUSED);
+		c->closed_err = err;
+		c->l = NULL;
+		return;
+	}
+	pthread_mutex_lock(&c->lock);
+	while (!c->connected && !c->closed_err)
+		pthread_cond_wait(&c->cond, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* A listener on 127.0.0.1 with one accepted connection (cli <-> srv). */
+static struct xiw_ksock_listener *listen_with_child(struct sockaddr_storage *bound)
+{
+	struct xiw_ksock_listener *ls;
+
+	side_init(&srv);
+	ls = listen_lo(bound);
+	side_connect(&cli, bound);
+	assert_int_equal(cli.connected, 1);
+	while (!__atomic_load_n(&srv.l, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	return ls;
+}
+
 /*
- * A closed listener's port stays listening for XIW_LISTEN_LINGER_MS
- * (main() sets 300): a connection made meanwhile waits in the backlog and
- * is served by the next listen on the same address (ksock_relisten.c).
+ * A closed listener whose accepted connection is still open keeps its
+ * port listening (up to XIW_LISTEN_LINGER_MS): a
+ * connection made meanwhile waits in the backlog and is served by the
+ * next listen on the same address (ksock_relisten.c).
  */
 static void test_relisten_keeps_queue(void **state)
 {
+	static struct side cli2, srv2;
 	struct sockaddr_storage bound;
 	struct xiw_ksock_listener *ls;
 	struct iovec iov = { "queued", 6 };
 
 	(void)state;
-	side_init(&srv);
-	side_init(&cli);
-	xiw_ksock_listener_close(listen_lo(&bound));
-	assert_int_equal(xiw_ksock_connect(NULL, (struct sockaddr *)&bound,
-					   &cbs, &cli, &cli.l), 0);
-	pthread_mutex_lock(&cli.lock);
-	while (!cli.connected && !cli.closed_err)
-		pthread_cond_wait(&cli.cond, &cli.lock);
-	pthread_mutex_unlock(&cli.lock);
-	assert_int_equal(cli.closed_err, 0);	/* not refused: queued */
-	assert_int_equal(cli.connected, 1);
-	assert_int_equal(xiw_llp_send(cli.l, &iov, 1, false), 6);
-	assert_null(srv.l);
+	xiw_ksock_listener_close(listen_with_child(&bound));
+	side_connect(&cli2, &bound);
+	assert_int_equal(cli2.closed_err, 0);	/* not refused: queued */
+	assert_int_equal(cli2.connected, 1);
+	assert_int_equal(xiw_llp_send(cli2.l, &iov, 1, false), 6);
+	side_init(&srv2);
 	assert_int_equal(xiw_ksock_listen((struct sockaddr *)&bound, 8, on_accept,
-					  &srv, &ls, NULL), 0);
-	pthread_mutex_lock(&srv.lock);
-	while (srv.got < 6)
-		pthread_cond_wait(&srv.cond, &srv.lock);
-	assert_memory_equal(srv.buf, "queued", 6);
-	pthread_mutex_unlock(&srv.lock);
+					  &srv2, &ls, NULL), 0);
+	pthread_mutex_lock(&srv2.lock);
+	while (srv2.got < 6)
+		pthread_cond_wait(&srv2.cond, &srv2.lock);
+	assert_memory_equal(srv2.buf, "queued", 6);
+	pthread_mutex_unlock(&srv2.lock);
+	xiw_llp_close(cli2.l);
+	xiw_llp_close(srv2.l);
 	xiw_llp_close(cli.l);
 	xiw_llp_close(srv.l);
 	xiw_ksock_listener_close(ls);
@@ -318,35 +353,45 @@ static void test_relisten_other_addr(void **state)
 	struct xiw_ksock_listener *ls;
 
 	(void)state;
-	xiw_ksock_listener_close(listen_lo(&bound));
+	xiw_ksock_listener_close(listen_with_child(&bound));
 	((struct sockaddr_in *)&bound)->sin_addr.s_addr = htonl(INADDR_ANY);
 	assert_int_equal(xiw_ksock_listen((struct sockaddr *)&bound, 8, on_accept,
 					  &srv, &ls, NULL), 0);
 	xiw_ksock_listener_close(ls);
+	xiw_llp_close(cli.l);
+	xiw_llp_close(srv.l);
 }
 
-/* Nobody listens again: once the kept socket is closed, connects are
- * refused (polled, not timed: up to 10 s on a loaded machine). */
+/* A closed listener without open connections is closed at once: the
+ * next connect is refused. */
 static void test_refused(void **state)
+{
+	struct sockaddr_storage bound;
+
+	(void)state;
+	side_init(&srv);
+	xiw_ksock_listener_close(listen_lo(&bound));
+	side_connect(&cli, &bound);
+	assert_int_equal(cli.closed_err, -ECONNREFUSED);
+	assert_int_equal(cli.connected, 0);
+	if (cli.l)
+		xiw_llp_close(cli.l);
+}
+
+/* A kept socket closes once the connection it accepted is closed:
+ * connects are refused again (polled: up to ~12 s on a loaded machine). */
+static void test_refused_after_child(void **state)
 {
 	struct sockaddr_storage bound;
 	int err, tries = 0;
 
 	(void)state;
-	side_init(&cli);
-	xiw_ksock_listener_close(listen_lo(&bound));
-	while ((err = plain_connect(&bound)) == 0 && ++tries < 500)
+	xiw_ksock_listener_close(listen_with_child(&bound));
+	xiw_llp_close(cli.l);
+	xiw_llp_close(srv.l);
+	while ((err = plain_connect(&bound)) != -ECONNREFUSED && ++tries < 100)
 		usleep(20000);
 	assert_int_equal(err, -ECONNREFUSED);
-	err = xiw_ksock_connect(NULL, (struct sockaddr *)&bound, &cbs, &cli, &cli.l);
-	if (err) {
-		assert_int_equal(err, -ECONNREFUSED);
-		return;
-	}
-	wait_for(&cli, &cli.closed_err);
-	assert_int_equal(cli.closed_err, -ECONNREFUSED);
-	assert_int_equal(cli.connected, 0);
-	xiw_llp_close(cli.l);
 }
 
 static void bump(void *arg)
@@ -541,13 +586,16 @@ static void test_close_waits_for_acks(void **state)
 int main(void)
 {
 	setenv("XIW_CLOSE_QUIET_MS", "1000", 1);	/* QUIET_MS */
-	setenv("XIW_LISTEN_LINGER_MS", "300", 1);
+	/* longer than test_refused_after_child waits: there only the closed
+	 * connection may end the kept socket */
+	setenv("XIW_LISTEN_LINGER_MS", "60000", 1);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_run_sync),
 		cmocka_unit_test(test_echo),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_relisten_keeps_queue),
 		cmocka_unit_test(test_relisten_other_addr),
+		cmocka_unit_test(test_refused_after_child),
 		cmocka_unit_test(test_notsent_lowat),
 		cmocka_unit_test(test_close_unread_is_fin),
 		cmocka_unit_test(test_close_lingers_after_rx),

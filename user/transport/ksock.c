@@ -84,6 +84,7 @@ struct xiw_ksock_listener {
 	struct xiw_pfd pfd;
 	xiw_ksock_accept_fn fn;
 	void *arg;
+	uint16_t port;		/* bound port, network order */
 };
 
 socklen_t xiw_ksock_sa_len(const struct sockaddr *sa)
@@ -747,8 +748,9 @@ close_fd:
 	return err;
 }
 
-/* An accepted connection becomes an llp for @fn (progress thread). */
-static int accept_llp(int fd, xiw_ksock_accept_fn fn, void *arg)
+/* An accepted connection becomes an llp for @fn (progress thread);
+ * @lport: our listener's port (network order; 0: adopted). */
+static int accept_llp(int fd, uint16_t lport, xiw_ksock_accept_fn fn, void *arg)
 {
 	int one = 1;
 	struct xiw_ksock *l;
@@ -757,6 +759,7 @@ static int accept_llp(int fd, xiw_ksock_accept_fn fn, void *arg)
 	l = llp_new(fd, false);
 	if (!l)
 		return -ENOMEM;
+	l->live.lport = lport;	/* its listener's socket may be kept for it */
 	llp_cache_mss(l);
 	fn(arg, &l->base);
 	return 0;
@@ -764,7 +767,7 @@ static int accept_llp(int fd, xiw_ksock_accept_fn fn, void *arg)
 
 static void listener_accept_one(struct xiw_ksock_listener *ls, int fd)
 {
-	if (accept_llp(fd, ls->fn, ls->arg)) {
+	if (accept_llp(fd, ls->port, ls->fn, ls->arg)) {
 		xiw_log(XIW_LOG_WARN, "ksock: out of memory, dropping an incoming connection");
 		close(fd);
 	}
@@ -783,7 +786,7 @@ int xiw_ksock_adopt(int fd, xiw_ksock_accept_fn fn, void *arg)
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ||
 	    fcntl(fd, F_SETFD, FD_CLOEXEC))
 		return -errno;
-	return accept_llp(fd, fn, arg);
+	return accept_llp(fd, 0, fn, arg);
 }
 
 static void listener_event(void *p, uint32_t ev)
@@ -858,7 +861,8 @@ int xiw_ksock_listen_pre(const struct sockaddr *addr, int backlog,
 			 struct sockaddr_storage *bound)
 {
 	struct xiw_ksock_listener *ls;
-	int fd = listen_socket(addr, backlog, pre, pre_arg, bound);
+	struct sockaddr_storage b;
+	int fd = listen_socket(addr, backlog, pre, pre_arg, &b);
 	int err;
 
 	if (fd < 0)
@@ -868,6 +872,11 @@ int xiw_ksock_listen_pre(const struct sockaddr *addr, int backlog,
 		close(fd);
 		return -ENOMEM;
 	}
+	if (bound)
+		*bound = b;
+	ls->port = b.ss_family == AF_INET6 ?
+		   ((struct sockaddr_in6 *)&b)->sin6_port :
+		   ((struct sockaddr_in *)&b)->sin_port;
 	ls->pfd.fd = fd;
 	ls->pfd.cb = listener_event;
 	ls->pfd.arg = ls;

@@ -186,6 +186,8 @@ struct xiw_ksock_live {
 	uint64_t last_rx_ns;		/* CLOCK_MONOTONIC_COARSE; 0: none yet */
 	bool ended;			/* EOF, reset, or aborted */
 	bool unacked;			/* a lingering close: bytes of ours unacknowledged */
+	uint16_t lport;			/* accepted by our listener on this port
+					 * (network order); 0: connected or adopted */
 };
 
 /** xiw_ksock_coarse_ns() - CLOCK_MONOTONIC_COARSE in ns (cheap, ~4 ms steps). */
@@ -194,6 +196,9 @@ uint64_t xiw_ksock_coarse_ns(void);
 void xiw_ksock_live_add(struct xiw_ksock_live *v);
 /** xiw_ksock_live_del() - unregister before it is freed (idempotent). */
 void xiw_ksock_live_del(struct xiw_ksock_live *v);
+/** xiw_ksock_live_on_port() - an open connection (not ended) that a
+ *  listener of ours accepted on @port (network order) exists. */
+bool xiw_ksock_live_on_port(uint16_t port);
 /**
  * xiw_ksock_drain() - read and drop what @fd has queued (bounded, 4 MiB).
  * Return: bytes dropped, -EPIPE at the peer's FIN, or -errno.

@@ -63,7 +63,7 @@
 #define CLOSE_DRAIN_MS_DEFAULT	2000u
 
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct xiw_ksock_live live_head = { &live_head, &live_head, 0, false, false };
+static struct xiw_ksock_live live_head = { &live_head, &live_head, 0, false, false, 0 };
 
 struct linger_rec {
 	struct xiw_ptimer timer;
@@ -99,6 +99,19 @@ void xiw_ksock_live_del(struct xiw_ksock_live *v)
 		v->next = v->prev = NULL;
 	}
 	pthread_mutex_unlock(&live_lock);
+}
+
+bool xiw_ksock_live_on_port(uint16_t port)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&live_lock);
+	for (struct xiw_ksock_live *v = live_head.next; v != &live_head && !found;
+	     v = v->next)
+		found = v->lport == port &&
+			!__atomic_load_n(&v->ended, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&live_lock);
+	return found;
 }
 
 /* Environment knob @name in ms (default @def) as ns, read once into @ns. */

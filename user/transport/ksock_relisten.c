@@ -18,14 +18,18 @@
  * loaded machine can stretch it.
  *
  * What. xiw_ksock_listener_close() hands the listening socket to
- * xiw_ksock_relisten_keep() instead of closing it: it stops accepting
- * (connections queue in the kernel's backlog) and is closed after
- * XIW_LISTEN_LINGER_MS (default 5000; 0: off). A listen on exactly the
- * same address in that time takes the socket back (backlog included);
- * a listen on the same port at another address closes it first, so the
- * bind can succeed. If nobody listens again, the kernel resets the
- * connections still queued when the socket closes: the client sees a
- * reset instead of a refusal, up to XIW_LISTEN_LINGER_MS later.
+ * xiw_ksock_relisten_keep(). While a connection it accepted is still open
+ * (perftest's handshake connection), the socket stays listening instead of
+ * closing: it stops accepting (connections queue in the kernel's backlog),
+ * and a listen on exactly the same address takes it back, backlog
+ * included; a listen on the same port at another address closes it first,
+ * so that bind succeeds. It closes once none of the connections it
+ * accepted is open any more (checked every RELISTEN_TICK_MS), and at the
+ * latest after XIW_LISTEN_LINGER_MS (default 5000; 0: never kept). A
+ * listener with no open connection closes at once, as before: a connect to
+ * it is refused. If nobody listens again, the kernel resets the
+ * connections still queued when the socket closes: their clients see a
+ * reset instead of a refusal, later.
  *
  * All state lives on the progress thread (callers use xiw_progress_sync).
  */
@@ -40,10 +44,12 @@
 #include "ksock.h"
 
 #define LISTEN_LINGER_MS_DEFAULT 5000u
+#define RELISTEN_TICK_MS 20u	/* how often a kept socket checks its connections */
 
 struct relisten_rec {
 	struct xiw_ptimer timer;
 	struct sockaddr_storage addr;	/* what the socket is bound to */
+	uint64_t until_ns;		/* closed then at the latest */
 	int fd;
 	struct relisten_rec *next;
 };
@@ -112,17 +118,24 @@ static int rec_unlink(struct relisten_rec *r)
 	return fd;
 }
 
-static void rec_expired(void *arg)
+/* Close the kept socket once its connections are gone or time is up. */
+static void rec_tick(void *arg)
 {
 	struct relisten_rec *r = arg;
 
+	if (xiw_now_ns() < r->until_ns &&
+	    xiw_ksock_live_on_port(sa_port((struct sockaddr *)&r->addr))) {
+		xiw_progress_timer_arm(&r->timer, RELISTEN_TICK_MS, rec_tick, r);
+		return;
+	}
 	close(rec_unlink(r));
 }
 
 /**
  * xiw_ksock_relisten_keep() - keep the closed listener @fd (bound to a
- * fixed port) listening for XIW_LISTEN_LINGER_MS, unless that is 0.
- * @fd must already be out of the progress thread's epoll set.
+ * fixed port) listening while a connection it accepted is open, at most
+ * XIW_LISTEN_LINGER_MS (0: never). @fd must already be out of the
+ * progress thread's epoll set.
  * Progress thread only; elsewhere (no progress thread) nothing is kept.
  * Return: true if @fd was kept (the caller must not close it), false if
  * the caller closes it as before.
@@ -139,14 +152,16 @@ bool xiw_ksock_relisten_keep(int fd)
 	if (!r)
 		return false;
 	if (getsockname(fd, (struct sockaddr *)&r->addr, &len) ||
-	    !sa_port((struct sockaddr *)&r->addr)) {
+	    !sa_port((struct sockaddr *)&r->addr) ||
+	    !xiw_ksock_live_on_port(sa_port((struct sockaddr *)&r->addr))) {
 		free(r);
 		return false;
 	}
 	r->fd = fd;
+	r->until_ns = xiw_now_ns() + (uint64_t)ms * 1000000u;
 	r->next = kept;
 	kept = r;
-	xiw_progress_timer_arm(&r->timer, ms, rec_expired, r);
+	xiw_progress_timer_arm(&r->timer, RELISTEN_TICK_MS, rec_tick, r);
 	return true;
 }
 
