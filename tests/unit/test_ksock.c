@@ -313,9 +313,9 @@ static struct xiw_ksock_listener *listen_with_child(struct sockaddr_storage *bou
 
 /*
  * A closed listener whose accepted connection is still open keeps its
- * port listening (up to XIW_LISTEN_LINGER_MS): a
- * connection made meanwhile waits in the backlog and is served by the
- * next listen on the same address (ksock_relisten.c).
+ * port listening (up to XIW_LISTEN_LINGER_MS): a connection made
+ * meanwhile waits in the backlog and is served by the next listen on the
+ * same address (ksock_relisten.c).
  */
 static void test_relisten_keeps_queue(void **state)
 {

@@ -70,12 +70,14 @@ int xiw_ksock_adopt(int fd, xiw_ksock_accept_fn fn, void *arg);
 /**
  * xiw_ksock_listener_close() - stop listening and free. After it returns
  * no accept callback is running or will run. Connections the kernel had
- * queued but we had not accepted are reset by the kernel, when the port
- * is not listened on again within XIW_LISTEN_LINGER_MS (ksock_relisten.c).
+ * queued but we had not accepted are reset by the kernel, unless a
+ * connection this listener accepted is still open and the same address is
+ * listened on again meanwhile (ksock_relisten.c, XIW_LISTEN_LINGER_MS).
  */
 void xiw_ksock_listener_close(struct xiw_ksock_listener *ls);
 
-/* ksock_relisten.c: a closed listener's port stays listening a moment */
+/* ksock_relisten.c: a closed listener's port stays listening while a
+ * connection it accepted is open, for the next listen on that address */
 bool xiw_ksock_relisten_keep(int fd);
 int xiw_ksock_relisten_take(const struct sockaddr *addr);
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * A closed listener's port stays listening for a moment, so the same
- * process can listen on it again without refusing anyone in between.
+ * A closed listener's port stays listening while a connection it accepted
+ * is open (at most a few seconds), so the same process can listen on it
+ * again without refusing anyone in between.
  *
  * Why. perftest with -R (and other rdma_cm programs that reconnect)
  * destroys its listening cm_id once the first connection is accepted,
