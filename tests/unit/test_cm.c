@@ -748,6 +748,39 @@ static void test_destroy_with_pending(void **state)
 	xiw_cm_conn_release(srv.ev[0].conn);
 }
 
+/* A server that resets the connection while our MPA request waits for
+ * its reply: REJECTED with -ECONNRESET, as iw_cm reports it. */
+static void test_reset_before_reply(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct linger lg = { 1, 0 };	/* close() sends RST */
+	socklen_t alen = sizeof(a);
+	struct fake_qp q = { 0 };
+	struct rec_ev *e;
+	char req[64];
+	int ls = socket(AF_INET, SOCK_STREAM, 0), fd;	/* TCP only, no MPA */
+
+	(void)state;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(ls, 4), 0);
+	assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
+	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&q, NULL,
+					(struct sockaddr *)&a, NULL, 0, 1, 1,
+					on_event, &cli), 0);
+	fd = accept(ls, NULL, NULL);
+	assert_true(fd >= 0);
+	assert_true(read(fd, req, sizeof(req)) > 0);	/* the MPA request */
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	close(fd);
+	e = rec_wait(&cli, 0);
+	assert_int_equal(e->type, XIW_CM_REJECTED);
+	assert_int_equal(e->status, -ECONNRESET);
+	settle();
+	assert_int_equal(rec_count(&cli), 1);
+	close(ls);
+}
+
 /* A QP destroyed while its connect waits for the MPA reply. */
 static void test_qp_gone_while_connecting(void **state)
 {
@@ -852,6 +885,7 @@ int main(void)
 		cmocka_unit_test_setup(test_request_order_bound, setup),
 		cmocka_unit_test_setup(test_relisten, setup),
 		cmocka_unit_test_setup(test_destroy_with_pending, setup),
+		cmocka_unit_test_setup(test_reset_before_reply, setup),
 		cmocka_unit_test_setup(test_qp_gone_while_connecting, setup),
 		cmocka_unit_test_setup(test_establish_disconnect, setup),
 	};

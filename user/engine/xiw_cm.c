@@ -324,7 +324,12 @@ static void active_closed(void *arg, int err)
 	if (c->state == CS_TCP_CONNECTING)
 		cm_fail(c, XIW_CM_UNREACHABLE, err);
 	else if (c->state == CS_REQ_SENT)
-		cm_fail(c, XIW_CM_CONNECT_ERROR, err);
+		/* as iw_cm reports it (cma_iw_handler: CONNECT_REPLY with
+		 * -ECONNRESET is REJECTED): a reset before the MPA reply, e.g.
+		 * a listener closed with us still in its backlog
+		 * (ksock_relisten.c), is a rejection */
+		cm_fail(c, err == -ECONNRESET ? XIW_CM_REJECTED :
+			XIW_CM_CONNECT_ERROR, err);
 	else if (c->state == CS_NOT_MPA)
 		not_mpa_done(c);
 }
