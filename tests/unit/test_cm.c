@@ -748,26 +748,37 @@ static void test_destroy_with_pending(void **state)
 	xiw_cm_conn_release(srv.ev[0].conn);
 }
 
-/* A server that resets the connection while our MPA request waits for
- * its reply: REJECTED with -ECONNRESET, as iw_cm reports it. */
-static void test_reset_before_reply(void **state)
+/* A plain TCP listener on loopback (no MPA) and @q's connect to it
+ * started. Return: the listener's fd. */
+static int raw_listener_connect(struct fake_qp *q)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
-	struct linger lg = { 1, 0 };	/* close() sends RST */
 	socklen_t alen = sizeof(a);
-	struct fake_qp q = { 0 };
-	struct rec_ev *e;
-	char req[64];
-	int ls = socket(AF_INET, SOCK_STREAM, 0), fd;	/* TCP only, no MPA */
+	int ls = socket(AF_INET, SOCK_STREAM, 0);
 
-	(void)state;
+	assert_true(ls >= 0);
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(listen(ls, 4), 0);
 	assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
-	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&q, NULL,
+	assert_int_equal(xiw_cm_connect((struct xiw_qp *)q, NULL,
 					(struct sockaddr *)&a, NULL, 0, 1, 1,
 					on_event, &cli), 0);
+	return ls;
+}
+
+/* A server that resets the connection while our MPA request waits for
+ * its reply: REJECTED with -ECONNRESET, as iw_cm reports it. */
+static void test_reset_before_reply(void **state)
+{
+	struct linger lg = { 1, 0 };	/* close() sends RST */
+	struct fake_qp q = { 0 };
+	struct rec_ev *e;
+	char req[64];
+	int ls, fd;
+
+	(void)state;
+	ls = raw_listener_connect(&q);
 	fd = accept(ls, NULL, NULL);
 	assert_true(fd >= 0);
 	assert_true(read(fd, req, sizeof(req)) > 0);	/* the MPA request */
@@ -784,20 +795,12 @@ static void test_reset_before_reply(void **state)
 /* A QP destroyed while its connect waits for the MPA reply. */
 static void test_qp_gone_while_connecting(void **state)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t alen = sizeof(a);
 	struct fake_qp q = { 0 };
 	struct rec_ev *e;
-	int ls = socket(AF_INET, SOCK_STREAM, 0);	/* TCP only, no MPA */
+	int ls;
 
 	(void)state;
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(ls, 4), 0);
-	assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &alen), 0);
-	assert_int_equal(xiw_cm_connect((struct xiw_qp *)&q, NULL,
-					(struct sockaddr *)&a, NULL, 0, 1, 1,
-					on_event, &cli), 0);
+	ls = raw_listener_connect(&q);
 	settle();
 	xiw_cm_qp_gone((struct xiw_qp *)&q);
 	e = rec_wait(&cli, 0);

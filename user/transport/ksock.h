@@ -192,6 +192,9 @@ struct xiw_ksock_live {
 					 * (network order); 0: connected or adopted */
 };
 
+/** xiw_ksock_env_ms_ns() - environment knob @name in ms (default @def),
+ *  read once into *@ns (initialise it to -1), returned in ns. */
+uint64_t xiw_ksock_env_ms_ns(int64_t *ns, const char *name, unsigned long def);
 /** xiw_ksock_coarse_ns() - CLOCK_MONOTONIC_COARSE in ns (cheap, ~4 ms steps). */
 uint64_t xiw_ksock_coarse_ns(void);
 /** xiw_ksock_live_add() - register an open connection (once). */

@@ -114,8 +114,8 @@ bool xiw_ksock_live_on_port(uint16_t port)
 	return found;
 }
 
-/* Environment knob @name in ms (default @def) as ns, read once into @ns. */
-static uint64_t env_ms_ns(int64_t *ns, const char *name, unsigned long def)
+/** xiw_ksock_env_ms_ns() - see ksock.h. */
+uint64_t xiw_ksock_env_ms_ns(int64_t *ns, const char *name, unsigned long def)
 {
 	if (*ns < 0) {
 		const char *s = getenv(name);
@@ -131,7 +131,7 @@ uint64_t xiw_close_quiet_ns(void)
 {
 	static int64_t ns = -1;
 
-	return env_ms_ns(&ns, "XIW_CLOSE_QUIET_MS", CLOSE_QUIET_MS_DEFAULT);
+	return xiw_ksock_env_ms_ns(&ns, "XIW_CLOSE_QUIET_MS", CLOSE_QUIET_MS_DEFAULT);
 }
 
 /* XIW_CLOSE_DRAIN_MS: how long a close waits for our bytes' ACKs, in ns. */
@@ -139,7 +139,7 @@ static uint64_t close_drain_ns(void)
 {
 	static int64_t ns = -1;
 
-	return env_ms_ns(&ns, "XIW_CLOSE_DRAIN_MS", CLOSE_DRAIN_MS_DEFAULT);
+	return xiw_ksock_env_ms_ns(&ns, "XIW_CLOSE_DRAIN_MS", CLOSE_DRAIN_MS_DEFAULT);
 }
 
 /* Bytes of ours in @fd's send queue not yet acknowledged (SIOCOUTQ). */

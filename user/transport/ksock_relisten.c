@@ -44,7 +44,7 @@
 #include "xiw_progress.h"
 #include "ksock.h"
 
-#define LISTEN_LINGER_MS_DEFAULT 5000u
+#define LISTEN_LINGER_MS_DEFAULT 5000ul
 #define RELISTEN_TICK_MS 20u	/* how often a kept socket checks its connections */
 
 struct relisten_rec {
@@ -57,19 +57,13 @@ struct relisten_rec {
 
 static struct relisten_rec *kept;	/* progress thread only */
 
-/* XIW_LISTEN_LINGER_MS, read once. */
-static unsigned int linger_ms(void)
+/* XIW_LISTEN_LINGER_MS in ns, read once. */
+static uint64_t linger_ns(void)
 {
-	static int ms = -1;
+	static int64_t ns = -1;
 
-	if (ms < 0) {
-		const char *v = getenv("XIW_LISTEN_LINGER_MS");
-
-		ms = v && *v ? atoi(v) : (int)LISTEN_LINGER_MS_DEFAULT;
-		if (ms < 0)
-			ms = 0;
-	}
-	return (unsigned int)ms;
+	return xiw_ksock_env_ms_ns(&ns, "XIW_LISTEN_LINGER_MS",
+				   LISTEN_LINGER_MS_DEFAULT);
 }
 
 static uint16_t sa_port(const struct sockaddr *sa)
@@ -145,9 +139,9 @@ bool xiw_ksock_relisten_keep(int fd)
 {
 	struct relisten_rec *r;
 	socklen_t len = sizeof(r->addr);
-	unsigned int ms = linger_ms();
+	uint64_t ns = linger_ns();
 
-	if (!ms || !xiw_progress_is_self())
+	if (!ns || !xiw_progress_is_self())
 		return false;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -159,7 +153,7 @@ bool xiw_ksock_relisten_keep(int fd)
 		return false;
 	}
 	r->fd = fd;
-	r->until_ns = xiw_now_ns() + (uint64_t)ms * 1000000u;
+	r->until_ns = xiw_now_ns() + ns;
 	r->next = kept;
 	kept = r;
 	xiw_progress_timer_arm(&r->timer, RELISTEN_TICK_MS, rec_tick, r);
@@ -199,7 +193,7 @@ int xiw_ksock_relisten_take(const struct sockaddr *addr)
 {
 	struct take_args t = { addr, -1 };
 
-	if (!linger_ms() || !sa_port(addr))
+	if (!linger_ns() || !sa_port(addr))
 		return -1;
 	if (xiw_progress_sync(take_on_progress, &t))
 		return -1;
