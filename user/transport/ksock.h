@@ -170,6 +170,7 @@ int xiw_ksock_ack_state(struct xiw_ksock *l, uint32_t *una, uint32_t *outq);
 int xiw_ksock_ack_trace(struct xiw_ksock *l, uint64_t cookie);
 /** xiw_ksock_ack_untrace() - stop tracing a connection that is closing. */
 void xiw_ksock_ack_untrace(struct xiw_ksock *l);
+int xiw_ksock_ack_outq(struct xiw_ksock *l, uint32_t *outq);
 int xiw_ksock_ack_arm(struct xiw_ksock *l, uint32_t target);
 void xiw_ksock_ack_mark(struct xiw_ksock *l, uint32_t pos);
 bool xiw_ksock_zc_usable(struct xiw_ksock *l);

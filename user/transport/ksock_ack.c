@@ -92,6 +92,18 @@ int xiw_ksock_ack_state(struct xiw_ksock *l, uint32_t *una, uint32_t *outq)
 }
 
 /**
+ * xiw_ksock_ack_outq() - SIOCOUTQ alone: bytes written and not yet
+ * acknowledged. tcp_ioctl() reads it as write_seq - snd_una without the
+ * socket lock, so a thread polling it does not hold the datamover's
+ * sendmsg or the softirq's ACK processing back, as TCP_INFO does.
+ * Return: 0 or -errno.
+ */
+int xiw_ksock_ack_outq(struct xiw_ksock *l, uint32_t *outq)
+{
+	return outq_read(xiw_ksock_fd(l), outq);
+}
+
+/**
  * xiw_ksock_ack_trace() - have the sockops program watch this connection
  * (needs the tracer loaded: root, cgroup v2). Never waits for a load in
  * progress. @cookie: returned in its events.

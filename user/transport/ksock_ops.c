@@ -79,6 +79,11 @@ static int op_ack_trace(struct xiw_llp *l, uint64_t cookie)
 	return xiw_ksock_ack_trace(KS(l), cookie);
 }
 
+static int op_ack_outq(struct xiw_llp *l, uint32_t *outq)
+{
+	return xiw_ksock_ack_outq(KS(l), outq);
+}
+
 static int op_ack_arm(struct xiw_llp *l, uint32_t target)
 {
 	return xiw_ksock_ack_arm(KS(l), target);
@@ -132,6 +137,7 @@ const struct xiw_llp_ops xiw_ksock_ops = {
 	.addrs = op_addrs,
 	.ack_state = op_ack_state,
 	.ack_trace = op_ack_trace,
+	.ack_outq = op_ack_outq,
 	.ack_arm = op_ack_arm,
 	.ack_mark = op_ack_mark,
 	.zc_usable = op_zc_usable,

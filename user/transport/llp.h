@@ -21,6 +21,7 @@
 #ifndef XIW_LLP_H
 #define XIW_LLP_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -71,7 +72,7 @@ struct xiw_llp_cb {
 /**
  * struct xiw_llp_ops - one transport's implementation of the seam. Every
  * member is mandatory except @ack_mark (NULL: the transport sees every
- * ACK, as xsk), @fpdu_stream, @fpdu_meta and @fpdu_done
+ * ACK, as xsk), @ack_outq (NULL: @ack_state is as cheap), @fpdu_stream, @fpdu_meta and @fpdu_done
  * (NULL: the transport parses no FPDU headers, as ksock); the semantics
  * are those of the xiw_llp_*() wrapper of the same name below.
  * @name: "ksock", "xsk" (logs, xiw_llp_name()).
@@ -100,6 +101,7 @@ struct xiw_llp_ops {
 	void (*addrs)(struct xiw_llp *l, struct sockaddr_storage *local,
 		      struct sockaddr_storage *peer);
 	int (*ack_state)(struct xiw_llp *l, uint32_t *una, uint32_t *outq);
+	int (*ack_outq)(struct xiw_llp *l, uint32_t *outq);	/* optional */
 	int (*ack_trace)(struct xiw_llp *l, uint64_t cookie);
 	int (*ack_arm)(struct xiw_llp *l, uint32_t target);
 	void (*ack_mark)(struct xiw_llp *l, uint32_t pos);	/* optional */
@@ -232,6 +234,24 @@ static inline int xiw_llp_ack_state(struct xiw_llp *l, uint32_t *una,
 				    uint32_t *outq)
 {
 	return l->ops->ack_state(l, una, outq);
+}
+
+/**
+ * xiw_llp_ack_outq() - bytes written and not yet acknowledged (ksock:
+ * SIOCOUTQ, which takes no socket lock), for a caller that knows the
+ * stream position of its last written byte (una = that - @outq). Send
+ * lock held. Return: 0, -EOPNOTSUPP when the transport has no cheaper
+ * reading than xiw_llp_ack_state(), other -errno.
+ */
+static inline int xiw_llp_ack_outq(struct xiw_llp *l, uint32_t *outq)
+{
+	return l->ops->ack_outq ? l->ops->ack_outq(l, outq) : -EOPNOTSUPP;
+}
+
+/** xiw_llp_has_ack_outq() - the transport has xiw_llp_ack_outq(). */
+static inline bool xiw_llp_has_ack_outq(const struct xiw_llp *l)
+{
+	return l->ops->ack_outq != NULL;
 }
 
 /** xiw_llp_ack_trace() - push an event for this connection's ACKs (ksock:
