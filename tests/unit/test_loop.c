@@ -384,6 +384,95 @@ static void test_ack_inline(void **state)
 	assert_true(xiw_txack_inline_hits() > hits0);
 }
 
+/* WCs queued in @cq, without polling (a poll would check ACKs itself). */
+static uint32_t cq_queued_now(struct xiw_cq *cq)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&cq->lock);
+	n = cq->head - cq->tail;
+	pthread_mutex_unlock(&cq->lock);
+	return n;
+}
+
+#define POLLER_WRS 1024
+#define POLLER_WINDOW 16
+#define POLLER_LEN 16384u
+
+/* Spin on @cq until a WC comes (10 s): a poller that never naps. */
+static void spin_wc(struct xiw_cq *cq, struct ibv_wc *wc)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (xiw_cq_poll(cq, 1, wc) == 0) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 10)
+			fail_msg("no completion within 10 s");
+	}
+}
+
+/*
+ * Ack mode: a thread that keeps polling its CQ serves the ACK checks of
+ * its QP itself (xiw_txack_poll; qp_ack_poller in xiw_txack.c), so the
+ * progress thread stays out of the stream: no watermark, no sockops
+ * event, no scan per batch (each a wake-up that on 2 vCPUs preempts the
+ * poller or the datamover). 1024 signalled 16 KB WRITEs, 16 in flight,
+ * every WC spun for in order: fewer scans asked for by posts or events
+ * than one per 16 WRs plus one per nap of the spinning thread (measured:
+ * 1 scan, 0 naps; with 256 WRs, 1-10, and 10 with two busy loops on the
+ * 2 vCPUs: other QPs' events count too; 134-210 when the scan ignores
+ * the poller). Then the thread stops polling and hands back
+ * (xiw_cq_rx_handoff, as before a nap or a channel wait): one more WRITE
+ * must complete with nobody polling and, with the sockops tracer on, from
+ * its event, not from the backstop timer. Skipped in copy mode.
+ */
+static void test_ack_poller_stream(void **state)
+{
+	uint64_t scans0 = xiw_txack_woken_scans(), scans, naps;
+	uint64_t naps0 = atomic_load(&cli.scq->wait_sleeps);
+	uint32_t posted = 0, done = 0;
+	unsigned long bs0;
+	struct ibv_wc wc;
+
+	(void)state;
+	if (!xiw_tx_config()->ack)
+		skip();
+	fill(cli.buf, POLLER_LEN * POLLER_WINDOW, 31);
+	while (done < POLLER_WRS) {
+		for (; posted < POLLER_WRS && posted - done < POLLER_WINDOW;
+		     posted++)
+			post(&cli, 9000 + posted, IBV_WR_RDMA_WRITE,
+			     POLLER_LEN * (posted % POLLER_WINDOW), POLLER_LEN,
+			     1, IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
+		spin_wc(cli.scq, &wc);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, 9000 + done);
+		done++;
+	}
+	scans = xiw_txack_woken_scans() - scans0;
+	naps = atomic_load(&cli.scq->wait_sleeps) - naps0;
+	printf("    %u WRs spun for: %llu scans for posts or events, %llu naps, sockops tracer %s\n",
+	       POLLER_WRS, (unsigned long long)scans, (unsigned long long)naps,
+	       cli.qp->ack_traced ? "on" : "off");
+	/* a nap hands back: its WRs' watermark may make one event each */
+	assert_true(scans < POLLER_WRS / POLLER_WINDOW + naps);
+
+	/* hand back, then wait without polling */
+	bs0 = xiw_txack_backstop_hits();
+	post(&cli, 9999, IBV_WR_RDMA_WRITE, 0, POLLER_LEN, 1,
+	     IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
+	xiw_cq_rx_handoff(cli.scq);
+	for (int i = 0; i < 10000 && !cq_queued_now(cli.scq); i++)
+		usleep(1000);
+	assert_int_equal(cq_queued_now(cli.scq), 1);
+	if (cli.qp->ack_traced)
+		assert_int_equal(xiw_txack_backstop_hits(), bs0);
+	spin_wc(cli.scq, &wc);
+	assert_int_equal(wc.wr_id, 9999);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+}
+
 /* One side of a WRITE ping-pong (test_write_pingpong), in its own thread. */
 struct pp_side {
 	struct side *me, *peer;
@@ -1617,6 +1706,8 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_read_refused, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_ack_inline, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_ack_poller_stream, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_write_pingpong, setup,
 						teardown),

@@ -228,14 +228,18 @@ static bool cq_rx_progress(struct xiw_cq *cq)
 /**
  * xiw_cq_rx_handoff() - a thread is about to wait for @cq's completions
  * without polling: QPs whose reading was left to pollers (xiw_rx_poll)
- * go back to the progress thread now rather than at its 1 ms check.
+ * go back to the progress thread now rather than at its 1 ms check, and
+ * so do the ACK checks of their send WRs (xiw_txack_poll).
  */
 void xiw_cq_rx_handoff(struct xiw_cq *cq)
 {
+	atomic_store(&cq->poll_away, true);	/* before the QPs look */
 	pthread_mutex_lock(&cq->qps_lock);
-	for (uint32_t i = 0; i < cq->nqps; i++)
+	for (uint32_t i = 0; i < cq->nqps; i++) {
 		if (atomic_load(&cq->qps[i]->rx_app_mode))
 			xiw_rx_kick(cq->qps[i]);
+		xiw_txack_handoff(cq->qps[i]);
+	}
 	pthread_mutex_unlock(&cq->qps_lock);
 }
 
@@ -553,6 +557,36 @@ static void cq_linger(struct xiw_cq *cq, const struct ibv_wc *wc, int n)
 	}
 }
 
+/* A poller is here (xiw_cq_polled_lately); ack mode only. */
+static void cq_polled(struct xiw_cq *cq)
+{
+	if (!xiw_tx_config()->ack)
+		return;
+	atomic_store_explicit(&cq->poll_ns, xiw_now_ns(), memory_order_relaxed);
+	if (atomic_load_explicit(&cq->poll_away, memory_order_relaxed))
+		atomic_store_explicit(&cq->poll_away, false,
+				      memory_order_relaxed);
+}
+
+/**
+ * xiw_cq_polled_lately() - a thread polled @cq less than @ns ago, and its
+ * empty polls check the ACKs of the CQ's QPs (XIW_POLL_RX on); with
+ * @serving, also not handed back since (xiw_cq_rx_handoff: it went to nap
+ * or block). Ack mode only (else always false). @cq may be NULL.
+ */
+bool xiw_cq_polled_lately(struct xiw_cq *cq, uint64_t ns, bool serving)
+{
+	uint64_t t;
+
+	/* XIW_POLL_RX=0: its polls check no ACKs (cq_rx_progress) */
+	if (!cq || !cq_rx_on() ||
+	    (serving && atomic_load_explicit(&cq->poll_away,
+					     memory_order_relaxed)))
+		return false;
+	t = atomic_load_explicit(&cq->poll_ns, memory_order_relaxed);
+	return t && xiw_now_ns() - t < ns;
+}
+
 /**
  * xiw_cq_poll() - take up to @n completions, oldest first. Slots freed
  * while a WR or flush waits for one resume the waiters (seed 002).
@@ -564,6 +598,7 @@ int xiw_cq_poll(struct xiw_cq *cq, int n, struct ibv_wc *wc)
 	int i = 0;
 
 	xiw_tx_cork_flush();	/* the app turns to its completions */
+	cq_polled(cq);
 	/* busy pollers of an empty CQ must not contend with the producer */
 	if (__atomic_load_n(&cq->head, __ATOMIC_ACQUIRE) ==
 	    __atomic_load_n(&cq->tail, __ATOMIC_RELAXED) &&

@@ -173,6 +173,11 @@ struct xiw_cq {
 	uint64_t wait_wakes;	/* lock: futex wakes issued by push */
 	atomic_uint_fast64_t wait_sleeps;	/* FUTEX_WAITs by waiters */
 	atomic_int waiter;	/* a thread is in xiw_cq_wait (destroy: -EBUSY) */
+	/* an app thread polls this CQ (its empty polls check the ACKs of
+	 * the QPs' send WRs, xiw_txack_poll): the last poll, and whether
+	 * the poller handed back since (naps, blocks: xiw_cq_rx_handoff) */
+	_Atomic uint64_t poll_ns;
+	atomic_bool poll_away;
 	/* xiw_rx_poll() from the poller: QPs whose send or recv CQ this is */
 	pthread_mutex_t qps_lock;	/* @qps, @nqps, @qps_cap, @qps_next */
 	struct xiw_qp **qps;
@@ -189,6 +194,7 @@ struct xiw_cq {
 int xiw_cq_qp_add(struct xiw_cq *cq, struct xiw_qp *qp);
 void xiw_cq_qp_del(struct xiw_cq *cq, struct xiw_qp *qp);
 void xiw_cq_rx_handoff(struct xiw_cq *cq);
+bool xiw_cq_polled_lately(struct xiw_cq *cq, uint64_t ns, bool serving);
 
 /**
  * xiw_cq_push() - append one completion without a reserved slot; fires
@@ -753,7 +759,10 @@ void xiw_txack_forget(struct xiw_qp *qp);
 void xiw_txack_wake(void);
 void xiw_txack_rx(struct xiw_qp *qp);
 bool xiw_txack_poll(struct xiw_qp *qp);
+void xiw_txack_handoff(struct xiw_qp *qp);
 uint64_t xiw_txack_inline_hits(void);
+uint64_t xiw_txack_woken_scans(void);
+unsigned long xiw_txack_backstop_hits(void);
 uint64_t xiw_cq_linger_hits(void);
 uint64_t xiw_cq_linger_misses(void);
 uint64_t xiw_cq_yield_pauses(void);

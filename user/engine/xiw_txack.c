@@ -60,6 +60,7 @@ static struct {
 	bool ring_tried;
 	bool timer_slow;		/* the timer is the backstop */
 	unsigned long backstop_hits;	/* backstop scans that completed WRs */
+	uint64_t woken;			/* posts' kicks, watermark events */
 	uint64_t inline_hits;		/* txack_try calls that completed WRs */
 } txack = { .lock = PTHREAD_MUTEX_INITIALIZER, .ring = { .fd = -1 } };
 
@@ -194,13 +195,43 @@ static void qp_zc_released(struct xiw_qp *qp)
 	}
 }
 
-/* Complete what the peer acknowledged. tx_lock held. Return: taken any. */
-static bool qp_ack_take(struct xiw_qp *qp, uint32_t *una, uint32_t *outq)
+/*
+ * Can one cheap reading of @qp's send state complete every pending WR?
+ * With method 2 the stream position one past our last written byte is
+ * known (txc.tail: nothing else writes to the socket, tx_lock held), so
+ * una = tail - outq and SIOCOUTQ alone will do: no socket lock, unlike
+ * TCP_INFO (xiw_llp_ack_outq). A FIN counts in outq: una then reads one
+ * short until it is acknowledged, late, never early. tx_lock held.
+ */
+static bool qp_ack_cheap(const struct xiw_qp *qp)
+{
+	return qp->llp && qp->txc.synced && qp->txc.method == XIW_ACK_HSN &&
+	       xiw_llp_has_ack_outq(qp->llp);
+}
+
+/* The send state: cheap (see above) or exact. tx_lock held. */
+static int qp_ack_read(struct xiw_qp *qp, bool cheap, uint32_t *una,
+		       uint32_t *outq)
+{
+	if (cheap && qp_ack_cheap(qp) && !xiw_llp_ack_outq(qp->llp, outq)) {
+		*una = qp->txc.tail - *outq;
+		return 0;
+	}
+	return xiw_llp_ack_state(qp->llp, una, outq);
+}
+
+/*
+ * Complete what the peer acknowledged; @cheap: read the state as
+ * qp_ack_cheap() allows (a poller's check), else exactly (TCP_INFO).
+ * tx_lock held. Return: taken any.
+ */
+static bool qp_ack_take(struct xiw_qp *qp, bool cheap, uint32_t *una,
+			uint32_t *outq)
 {
 	bool any = false;
 	uint32_t id;
 
-	if (xiw_llp_ack_state(qp->llp, una, outq))
+	if (qp_ack_read(qp, cheap, una, outq))
 		return false;
 	while (xiw_txc_take(&qp->txc, *una, *outq, &id)) {
 		struct xiw_sqe *e = &qp->sq[id & qp->sq_mask];
@@ -213,6 +244,43 @@ static bool qp_ack_take(struct xiw_qp *qp, uint32_t *una, uint32_t *outq)
 	if (atomic_load(&qp->state) == IBV_QPS_RTS)
 		xiw_qp_sq_retire(qp);
 	return any;
+}
+
+/*
+ * A thread polls a CQ of @qp (xiw_cq_polled_lately) and has not handed
+ * back: its empty polls check the ACKs of @qp's WRs (xiw_txack_poll) with
+ * the cheap reading, so it completes them itself and needs no watermark,
+ * no sockops event, no scan. The app thread of a stream polls its CQ
+ * anyway, while a sockops event per watermark woke the progress thread
+ * (~0.5 per 64 KB WR), and on 2 vCPUs each wake-up preempted that poller
+ * or the datamover. A poller hands back before it naps or blocks
+ * (xiw_txack_handoff); one that just stops polling is caught by the
+ * scan's backstop timer. tx_lock held.
+ */
+#define XIW_ACK_POLLER_NS 200000u
+/*
+ * An idle QP (no WR pending) stays on the watch list this long after its
+ * CQ was polled, naps included: listing it again costs its next WR a
+ * kick, a progress-thread wake-up, each time a scan found it idle.
+ */
+#define XIW_ACK_KEEP_NS (2u * ACK_BACKSTOP_MS * 1000000u)
+
+static bool qp_cq_polled(struct xiw_qp *qp, uint64_t ns, bool serving)
+{
+	return xiw_cq_polled_lately(qp->scq, ns, serving) ||
+	       (qp->rcq != qp->scq &&
+		xiw_cq_polled_lately(qp->rcq, ns, serving));
+}
+
+static bool qp_ack_poller(struct xiw_qp *qp)
+{
+	return qp_ack_cheap(qp) && qp_cq_polled(qp, XIW_ACK_POLLER_NS, true);
+}
+
+static bool qp_ack_keep(struct xiw_qp *qp)
+{
+	return atomic_load(&qp->state) == IBV_QPS_RTS && qp_ack_cheap(qp) &&
+	       qp_cq_polled(qp, XIW_ACK_KEEP_NS, false);
 }
 
 /*
@@ -238,36 +306,46 @@ static uint32_t ack_target(struct xiw_qp *qp, uint32_t una, uint32_t outq)
 }
 
 /*
- * Check @qp, arm its sockops watermark if WRs are still pending (then
- * check again: the ACK may have come before the arm). tx_lock held.
- * Return: true if WRs still wait; *fast: the QP needs the poll timer;
+ * Check @qp, arm its sockops watermark if WRs are still pending and no
+ * poller serves them (qp_ack_poller; then check again: the ACK may have
+ * come before the arm). tx_lock held.
+ * Return: true to keep the QP listed (WRs still wait, or qp_ack_keep);
+ * *fast: the QP needs the poll timer;
  * *took: a traced QP had acknowledged WRs waiting (for the backstop count).
  */
 static bool qp_ack_poll(struct xiw_qp *qp, bool *fast, bool *took)
 {
 	uint32_t una, outq;
 
-	if (!qp->llp || (!xiw_txc_pending(&qp->txc) && !qp->zc_wait))
+	bool poller;
+
+	if (!qp->llp)
 		return false;
+	/* idle, but a poller served it lately: stay listed, so its next
+	 * WR needs no kick to be watched */
+	if (!xiw_txc_pending(&qp->txc) && !qp->zc_wait)
+		return qp_ack_keep(qp);
 	xiw_txack_trace(qp);
-	if (qp_ack_take(qp, &una, &outq) && qp->ack_traced && !qp->ack_late)
+	if (qp_ack_take(qp, false, &una, &outq) && qp->ack_traced &&
+	    !qp->ack_late)
 		*took = true;
 	if (!xiw_txc_pending(&qp->txc))
 		qp->ack_late = false;
 	if (qp->ack_late)
 		*fast = true;
-	for (int i = 0; i < 2 && xiw_txc_pending(&qp->txc); i++) {
+	poller = qp_ack_poller(qp);
+	for (int i = 0; i < 2 && xiw_txc_pending(&qp->txc) && !poller; i++) {
 		if (!qp->ack_traced ||
 		    xiw_llp_ack_arm(qp->llp, ack_target(qp, una, outq))) {
 			*fast = true;
 			break;
 		}
-		if (!qp_ack_take(qp, &una, &outq))
+		if (!qp_ack_take(qp, false, &una, &outq))
 			break;
 	}
 	if (qp->zc_wait)	/* notifications come on EPOLLERR, soon */
 		*fast = true;
-	return xiw_txc_pending(&qp->txc) || qp->zc_wait;
+	return xiw_txc_pending(&qp->txc) || qp->zc_wait || qp_ack_keep(qp);
 }
 
 /*
@@ -319,7 +397,7 @@ void xiw_txack_settle(struct xiw_qp *qp)
 		return;
 	/* before the abort: it resets the acknowledged-bytes count */
 	if (xiw_txc_pending(&qp->txc) || qp->zc_wait)
-		qp_ack_take(qp, &una, &outq);
+		qp_ack_take(qp, false, &una, &outq);
 	qp_zc_quiesce(qp);
 }
 
@@ -329,6 +407,22 @@ static void txack_timer_fn(void *arg);
 
 /* Progress thread: check every watched QP; keep those still waiting. */
 static void txack_ring_setup(void);
+
+/*
+ * No lock held: @qp looks idle (no WR waits for an ACK: a hint, read
+ * without tx_lock) while a CQ of it is polled (qp_ack_keep): it stays
+ * listed without a look under tx_lock, so the backstop timer's scans do
+ * not make posters find the lock taken (their WRs would then go out
+ * through the progress thread, not in their post or cork). Keeping a QP
+ * listed is never wrong; one with WRs pending is checked under the lock.
+ */
+static bool txack_idle_kept(struct xiw_qp *qp)
+{
+	return !__atomic_load_n(&qp->txc.n, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&qp->zc_wait, __ATOMIC_RELAXED) &&
+	       atomic_load(&qp->state) == IBV_QPS_RTS &&
+	       qp_cq_polled(qp, XIW_ACK_KEEP_NS, false);
+}
 
 static void txack_scan(bool backstop)
 {
@@ -342,6 +436,13 @@ static void txack_scan(bool backstop)
 	pthread_mutex_unlock(&txack.lock);
 	for (; qp; qp = next) {
 		next = qp->ack_next;	/* still listed: nobody else writes it */
+		if (txack_idle_kept(qp)) {
+			pthread_mutex_lock(&txack.lock);
+			qp->ack_next = txack.list;
+			txack.list = qp;
+			pthread_mutex_unlock(&txack.lock);
+			continue;
+		}
 		pthread_mutex_lock(&qp->tx_lock);
 		left = qp_ack_poll(qp, &fast, &took);
 		/* decided under tx_lock: a post after this sees the flag */
@@ -359,7 +460,9 @@ static void txack_scan(bool backstop)
 	}
 	if (backstop && took)	/* an ACK the sockops program did not see */
 		xiw_log(XIW_LOG_DEBUG, "txack: the %d ms backstop completed WRs (%lu times so far)",
-			ACK_BACKSTOP_MS, ++txack.backstop_hits);
+			ACK_BACKSTOP_MS,
+			__atomic_add_fetch(&txack.backstop_hits, 1,
+					   __ATOMIC_RELAXED));
 	pthread_mutex_lock(&txack.lock);
 	left = txack.list != NULL;
 	pthread_mutex_unlock(&txack.lock);
@@ -375,7 +478,9 @@ static void txack_scan(bool backstop)
 static void ring_event(void *ctx, const struct xiw_ack_event *ev)
 {
 	(void)ctx;
-	(void)ev;	/* a wake-up: the scan reads the exact state itself */
+	/* a wake-up: the scan reads the exact state itself */
+	if (ev->type == XIW_ACK_EV_WATERMARK)
+		__atomic_add_fetch(&txack.woken, 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -466,19 +571,20 @@ void xiw_txack_wake(void)
 }
 
 /*
- * At most this many WRs waiting for ACKs, for a reading or polling thread
- * to check them: a ping-pong has one. A stream has many, and its sender
- * polling TCP_INFO every few us took the socket lock from the datamover's
- * sendmsg (64 KB ib_write_bw in ack mode, 6 interleaved runs on a loaded
- * host: median 1315 MB/s without this limit, 1720 with it); the scan
- * serves it.
+ * Without the cheap reading (qp_ack_cheap), at most this many WRs waiting
+ * for ACKs for a reading or polling thread to check them: a ping-pong has
+ * one. A stream has many, and its sender polling TCP_INFO every few us
+ * took the socket lock from the datamover's sendmsg (64 KB ib_write_bw in
+ * ack mode, 6 interleaved runs on a loaded host: median 1315 MB/s without
+ * this limit, 1720 with it); the scan serves it.
  */
 #define TXACK_INLINE_MAX 4
 
 /*
- * Complete what the peer acknowledged of @qp's WRs, in this thread, if a
- * few wait for ACKs and tx_lock is free (never blocks: the progress
- * thread's scan stays the net). Return: true if WRs completed.
+ * Complete what the peer acknowledged of @qp's WRs, in this thread, if
+ * tx_lock is free (never blocks: the progress thread's scan stays the
+ * net) and the check is cheap (qp_ack_cheap) or few WRs wait.
+ * Return: true if WRs completed.
  */
 static bool txack_try(struct xiw_qp *qp)
 {
@@ -490,12 +596,35 @@ static bool txack_try(struct xiw_qp *qp)
 	    pthread_mutex_trylock(&qp->tx_lock))
 		return false;
 	n = xiw_txc_pending(&qp->txc);
-	if (qp->llp && (n || qp->zc_wait) && n <= TXACK_INLINE_MAX)
-		took = qp_ack_take(qp, &una, &outq);
+	if (qp->llp && (n || qp->zc_wait) &&
+	    (n <= TXACK_INLINE_MAX || qp_ack_cheap(qp)))
+		took = qp_ack_take(qp, true, &una, &outq);
 	xiw_tx_unlock(qp);
 	if (took)
 		__atomic_add_fetch(&txack.inline_hits, 1, __ATOMIC_RELAXED);
 	return took;
+}
+
+/**
+ * xiw_txack_woken_scans() - how many scans of the watched QPs a post
+ * (xiw_txack_watch) or a reached watermark (sockops event) asked for, a
+ * progress-thread wake-up each unless it was awake anyway, since the
+ * process started; not counted: the timers' scans, kicks of QPs being
+ * flushed, events of closed sockets.
+ */
+uint64_t xiw_txack_woken_scans(void)
+{
+	return __atomic_load_n(&txack.woken, __ATOMIC_RELAXED);
+}
+
+/**
+ * xiw_txack_backstop_hits() - how many times the backstop timer, not a
+ * sockops event or a poller, completed WRs of a traced QP, since the
+ * process started.
+ */
+unsigned long xiw_txack_backstop_hits(void)
+{
+	return __atomic_load_n(&txack.backstop_hits, __ATOMIC_RELAXED);
 }
 
 /**
@@ -523,13 +652,10 @@ void xiw_txack_rx(struct xiw_qp *qp)
 
 /**
  * xiw_txack_poll() - a thread polls an empty CQ of @qp: check for ACKs of
- * its pending WRs itself (TIOCOUTQ and TCP_INFO, ~1 us) instead of waiting
- * for the progress thread's scan. The scan runs when a post lists the QP
- * (usually before the ACK is in) and then on the sockops event or the 1 ms
- * poll timer: on 2 busy vCPUs the wake-up of that thread, not the ACK,
- * set the pace of an ack-mode ping-pong. At most one check per
- * TXACK_APP_POLL_NS per thread, so a spinning sender does not take the
- * socket lock from the kernel in a loop. No lock held.
+ * its pending WRs itself (ksock: SIOCOUTQ, no socket lock) instead of
+ * waiting for the progress thread's scan. While it keeps polling, the
+ * scan leaves the QP to it (qp_ack_poller). At most one check per
+ * TXACK_APP_POLL_NS per thread. No lock held.
  * Return: true if WRs completed.
  */
 bool xiw_txack_poll(struct xiw_qp *qp)
@@ -544,6 +670,31 @@ bool xiw_txack_poll(struct xiw_qp *qp)
 		return false;
 	last_ns = now;
 	return txack_try(qp);
+}
+
+/**
+ * xiw_txack_handoff() - a thread that polled a CQ of @qp is about to nap
+ * or block (xiw_cq_rx_handoff, which marked the CQ handed back first):
+ * the ACKs of @qp's pending WRs go back to the watermark, armed here (no
+ * progress-thread wake-up), or to the scan's poll timer when there is no
+ * watermark to arm. Takes tx_lock under the CQ's qps_lock (as
+ * xiw_qp_credit_kick does), no other lock held.
+ */
+void xiw_txack_handoff(struct xiw_qp *qp)
+{
+	bool fast = false, took = false;
+
+	if (!__atomic_load_n(&qp->ack_listed, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&qp->tx_lock);
+	/* a listed QP keeps the scan's (backstop) timer running */
+	if (qp->ack_listed)
+		qp_ack_poll(qp, &fast, &took);
+	xiw_tx_unlock(qp);
+	if (!fast)
+		return;	/* armed, nothing pending, or a poller serves it */
+	pthread_mutex_lock(&txack.lock);
+	txack_kick_unlock();
 }
 
 /**
@@ -570,13 +721,15 @@ void xiw_txack_watch(struct xiw_qp *qp)
 		/* the only pending WR: the QP was left listed after a thread
 		 * completed the previous ones (xiw_txack_poll), so nobody
 		 * armed a watermark for this one yet */
-		if (xiw_txc_pending(&qp->txc) == 1) {
+		if (xiw_txc_pending(&qp->txc) == 1 && !qp_ack_poller(qp)) {
+			__atomic_add_fetch(&txack.woken, 1, __ATOMIC_RELAXED);
 			pthread_mutex_lock(&txack.lock);
 			txack_kick_unlock();
 		}
 		return;
 	}
 	xiw_qp_ref(qp);
+	__atomic_add_fetch(&txack.woken, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&txack.lock);
 	qp->ack_listed = true;
 	qp->ack_next = txack.list;
