@@ -72,8 +72,9 @@ struct xiw_llp_cb {
 /**
  * struct xiw_llp_ops - one transport's implementation of the seam. Every
  * member is mandatory except @ack_mark (NULL: the transport sees every
- * ACK, as xsk), @ack_outq (NULL: @ack_state is as cheap), @fpdu_stream, @fpdu_meta and @fpdu_done
- * (NULL: the transport parses no FPDU headers, as ksock); the semantics
+ * ACK, as xsk), @ack_outq (NULL: @ack_state is as cheap, as xsk),
+ * @fpdu_stream, @fpdu_meta and @fpdu_done (NULL: the transport parses no
+ * FPDU headers, as ksock); the semantics
  * are those of the xiw_llp_*() wrapper of the same name below.
  * @name: "ksock", "xsk" (logs, xiw_llp_name()).
  * @ack_events: the transport sees every ACK itself (utcp): tracing ACKs
