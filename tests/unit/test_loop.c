@@ -211,7 +211,10 @@ static int teardown(void **state)
 	return 0;
 }
 
-static void poll_wc(struct xiw_cq *cq, struct ibv_wc *wc)
+/* Poll @cq until a WC comes (10 s), sleeping @nap_us between empty polls
+ * (0: spin, a poller that never naps). */
+static void poll_wc_every(struct xiw_cq *cq, struct ibv_wc *wc,
+			  unsigned int nap_us)
 {
 	struct timespec t0, t;
 
@@ -220,8 +223,14 @@ static void poll_wc(struct xiw_cq *cq, struct ibv_wc *wc)
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		if (t.tv_sec - t0.tv_sec > 10)
 			fail_msg("no completion within 10 s");
-		usleep(50);
+		if (nap_us)
+			usleep(nap_us);
 	}
+}
+
+static void poll_wc(struct xiw_cq *cq, struct ibv_wc *wc)
+{
+	poll_wc_every(cq, wc, 50);
 }
 
 static void expect_wc(struct xiw_cq *cq, uint64_t id, enum ibv_wc_opcode op,
@@ -399,19 +408,6 @@ static uint32_t cq_queued_now(struct xiw_cq *cq)
 #define POLLER_WINDOW 16
 #define POLLER_LEN 16384u
 
-/* Spin on @cq until a WC comes (10 s): a poller that never naps. */
-static void spin_wc(struct xiw_cq *cq, struct ibv_wc *wc)
-{
-	struct timespec t0, t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (xiw_cq_poll(cq, 1, wc) == 0) {
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec > 10)
-			fail_msg("no completion within 10 s");
-	}
-}
-
 /*
  * Ack mode: a thread that keeps polling its CQ serves the ACK checks of
  * its QP itself (xiw_txack_poll; qp_ack_poller in xiw_txack.c), so the
@@ -445,7 +441,7 @@ static void test_ack_poller_stream(void **state)
 			post(&cli, 9000 + posted, IBV_WR_RDMA_WRITE,
 			     POLLER_LEN * (posted % POLLER_WINDOW), POLLER_LEN,
 			     1, IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
-		spin_wc(cli.scq, &wc);
+		poll_wc_every(cli.scq, &wc, 0);
 		assert_int_equal(wc.status, IBV_WC_SUCCESS);
 		assert_int_equal(wc.wr_id, 9000 + done);
 		done++;
@@ -468,7 +464,7 @@ static void test_ack_poller_stream(void **state)
 	assert_int_equal(cq_queued_now(cli.scq), 1);
 	if (cli.qp->ack_traced)
 		assert_int_equal(xiw_txack_backstop_hits(), bs0);
-	spin_wc(cli.scq, &wc);
+	poll_wc_every(cli.scq, &wc, 0);
 	assert_int_equal(wc.wr_id, 9999);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 }
