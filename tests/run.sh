@@ -68,9 +68,18 @@ safe_name() {
 	printf '%s' "$1" | tr -c 'A-Za-z0-9_.-' '_'
 }
 
-# show_log FILE: the interesting part of a test's output.
+# A failed check's line: our scripts' "FAIL:", cmocka's "[  FAILED  ]"
+# with its "[  ERROR   ]" and "[   LINE   ]", TAP's "not ok".
+FAIL_RE='^(FAIL|\[ +(FAILED|ERROR|LINE) +\]|not ok)'
+
+# show_log FILE: the interesting part of a test's output, its FAIL lines
+# first (CI reports may keep only the start of what a run printed).
 show_log() {
 	local f=$1 n
+	if grep -qE "$FAIL_RE" "$f"; then
+		echo "    failed checks:"
+		grep -E "$FAIL_RE" "$f" | head -n 20 | sed 's/^/    ! /'
+	fi
 	n=$(wc -l <"$f")
 	if [ "$n" -gt 120 ]; then
 		echo "    ... ($n lines, last 120 shown; full log: $f)"
