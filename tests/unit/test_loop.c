@@ -912,6 +912,42 @@ static void test_cork(void **state)
 }
 
 /*
+ * A WR posted while another thread holds tx_lock (the ACK scan, a reader,
+ * the backstop) is handed to the progress thread by the holder's unlock:
+ * it corks there as it would have in its post, so whether a burst is held
+ * does not depend on who held the lock. (It used to go out at once: ack
+ * mode's test_cork failed on that now and then.)
+ */
+static void test_cork_contended(void **state)
+{
+	struct xiw_txcfg *cfg = (struct xiw_txcfg *)xiw_tx_config();
+	uint64_t win = cfg->cork_ns, calls;
+
+	(void)state;
+	cfg->cork_ns = 500ull * 1000000;
+	quiet(&cli, cfg->cork_ns);
+	fill(cli.buf, 2 * 64, 61);
+	memset(srv.buf + SINK, 0, 2 * 64);
+	calls = tx_calls(&cli);
+	cork_writes(&cli, &srv, 0, 1, false);	/* lone: sent in the post */
+	pthread_mutex_lock(&cli.qp->tx_lock);
+	cork_writes(&cli, &srv, 1, 1, false);	/* finds the lock taken */
+	assert_false(corked(&cli));
+	xiw_tx_unlock(cli.qp);	/* hands it to the progress thread */
+	for (int i = 0; i < 1000 && !corked(&cli) &&
+	     tx_calls(&cli) == calls + 1; i++)
+		usleep(100);
+	assert_true(corked(&cli));
+	assert_int_equal(tx_calls(&cli), calls + 1);
+	for (int i = 0; i < 2; i++)	/* the poll sends it */
+		expect_wc(cli.scq, 500 + i, IBV_WC_RDMA_WRITE, 0);
+	assert_false(corked(&cli));
+	wait_byte(&srv, SINK + 2 * 64 - 1, cli.buf[2 * 64 - 1]);
+	assert_memory_equal(srv.buf + SINK, cli.buf, 2 * 64);
+	cfg->cork_ns = win;
+}
+
+/*
  * A QP destroyed while it holds corked WRs sends them first, as it would
  * have without corking (they were posted before the destroy, and their
  * bytes would already have been with the kernel).
@@ -1681,6 +1717,8 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_bulk_tail_unstaged, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_cork, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cork_contended, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_cork_race, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lone_message_app_mode,
 						setup, teardown),

@@ -472,10 +472,13 @@ struct xiw_qp {
 	 * published with a release store), then try tx_lock. A poster that
 	 * finds it taken sets tx_more and leaves; xiw_tx_unlock() of the
 	 * holder hands the new WRs to the progress thread (or to the
-	 * datamover, which owns the QP's sending then anyway).
+	 * datamover, which owns the QP's sending then anyway). There they
+	 * may cork as in the post, unless an uncork (xiw_tx_uncork) found
+	 * the lock taken too (tx_uncork): then they go.
 	 */
 	pthread_mutex_t sq_lock;
 	atomic_bool tx_more;
+	atomic_bool tx_uncork;
 	struct xiw_sqe *sq;
 	uint8_t *inl;
 	uint32_t sq_size, sq_mask, sq_max;

@@ -161,6 +161,7 @@ struct xiw_qp *xiw_qp_create(struct xiw_pd *pd, struct ibv_qp_init_attr *attr)
 	pthread_mutex_init(&qp->tx_lock, NULL);
 	pthread_mutex_init(&qp->sq_lock, NULL);
 	atomic_init(&qp->tx_more, false);
+	atomic_init(&qp->tx_uncork, false);
 	pthread_mutex_init(&qp->rq_lock, NULL);
 	pthread_mutex_init(&qp->rx_lock, NULL);
 	pthread_mutex_init(&qp->ref_lock, NULL);
@@ -1078,6 +1079,7 @@ int xiw_qp_destroy(struct xiw_qp *qp)
 	kick_s = sq_drop_resv(qp);
 	/* references are drained: no kick may take a new one now */
 	atomic_store(&qp->tx_more, false);
+	atomic_store(&qp->tx_uncork, false);
 	pthread_mutex_unlock(&qp->tx_lock);
 	kick_r = xiw_rq_reset(qp);
 	if (kick_s)

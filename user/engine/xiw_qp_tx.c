@@ -225,13 +225,30 @@ static void tx_after_post(struct xiw_qp *qp, bool poster)
 		xiw_tx_push(qp);
 }
 
+/*
+ * May the WRs queued so far cork? Only if no uncork is pending: an
+ * uncork that found tx_lock taken (xiw_tx_uncork) left its send to the
+ * holder. Consumes that request. tx_lock held.
+ */
+static bool tx_may_cork(struct xiw_qp *qp)
+{
+	return !atomic_load(&qp->tx_uncork) ||
+	       !atomic_exchange(&qp->tx_uncork, false);
+}
+
+/*
+ * Progress thread: WRs posted (or an uncork asked for) while tx_lock was
+ * taken. Posted WRs may cork here as in their post, so whether a burst
+ * is held does not depend on who held the lock when it was posted (the
+ * ACK scan, a reader, the backstop).
+ */
 static void tx_kick_fn(void *arg)
 {
 	struct xiw_qp *qp = arg;
 
 	pthread_mutex_lock(&qp->tx_lock);
 	atomic_store(&qp->tx_more, false);
-	tx_after_post(qp, false);
+	tx_after_post(qp, tx_may_cork(qp));
 	xiw_tx_unlock(qp);
 	xiw_qp_unref(qp);
 }
@@ -261,13 +278,15 @@ void xiw_tx_unlock(struct xiw_qp *qp)
  */
 static void tx_kick(struct xiw_qp *qp, bool wait, bool poster)
 {
+	if (!poster)	/* before tx_more: its holder must see it */
+		atomic_store(&qp->tx_uncork, true);
 	atomic_store(&qp->tx_more, true);
 	if (wait)
 		pthread_mutex_lock(&qp->tx_lock);
 	else if (pthread_mutex_trylock(&qp->tx_lock))
 		return;
 	atomic_store(&qp->tx_more, false);
-	tx_after_post(qp, poster);
+	tx_after_post(qp, tx_may_cork(qp) && poster);
 	xiw_tx_unlock(qp);
 }
 
