@@ -467,6 +467,21 @@ static void test_ack_poller_stream(void **state)
 	poll_wc_every(cli.scq, &wc, 0);
 	assert_int_equal(wc.wr_id, 9999);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+
+	/* a poller that just stops polling (no hand-back): the QP, still
+	 * listed, had no watermark armed for its WR, so when the backstop
+	 * timer completes it that is no ACK the tracer missed */
+	bs0 = xiw_txack_backstop_hits();
+	assert_int_equal(xiw_cq_poll(cli.scq, 1, &wc), 0);	/* serves */
+	post(&cli, 9998, IBV_WR_RDMA_WRITE, 0, POLLER_LEN, 1,
+	     IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
+	for (int i = 0; i < 10000 && !cq_queued_now(cli.scq); i++)
+		usleep(1000);
+	assert_int_equal(cq_queued_now(cli.scq), 1);
+	assert_int_equal(xiw_txack_backstop_hits(), bs0);
+	poll_wc_every(cli.scq, &wc, 0);
+	assert_int_equal(wc.wr_id, 9998);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 }
 
 /* One side of a WRITE ping-pong (test_write_pingpong), in its own thread. */

@@ -528,6 +528,9 @@ struct xiw_qp {
 	bool ack_mode;			/* XIW_TX_COMPLETION=ack */
 	bool ack_tried, ack_traced;	/* sockops registration tried / on */
 	bool ack_late;			/* traced after WRs were sent: poll them */
+	bool ack_armed;			/* tx_lock: the last check armed the
+					 * watermark (a backstop completion
+					 * is then an ACK sockops missed) */
 	bool ack_listed;		/* on the watch list (holds a ref) */
 	struct xiw_qp *ack_next;	/* watch list link (txack lock) */
 	struct xiw_txc txc;		/* WRs handed over, waiting for ACK */

@@ -925,7 +925,7 @@ void xiw_tx_reset(struct xiw_qp *qp)
 	qp->tx_wait_write = false;
 	xiw_dm_forget(qp);	/* before the stream's fd may be closed */
 	xiw_txc_reset(&qp->txc);
-	qp->ack_tried = qp->ack_traced = qp->ack_late = false;
+	qp->ack_tried = qp->ack_traced = qp->ack_late = qp->ack_armed = false;
 	qp->zc_off = qp->zc_any = false;
 	qp->zc_wait = 0;
 	qp->tx_failed = false;

@@ -306,29 +306,57 @@ static uint32_t ack_target(struct xiw_qp *qp, uint32_t una, uint32_t outq)
 }
 
 /*
+ * The backstop scan found acknowledged WRs of @qp behind the watermark the
+ * last check armed: a miss only if its event has not fired. It may have
+ * fired just now, after the timer looked for queued events (the ACK came
+ * while this scan ran: the event still waits in the ring), which is no
+ * miss. The ACK callback runs under the socket lock right after the count
+ * moved, so once qp_ack_take() saw the bytes acknowledged, a watermark
+ * still armed was passed without an event. tx_lock held.
+ */
+static bool qp_ack_missed(struct xiw_qp *qp)
+{
+	int armed = xiw_llp_ack_armed(qp->llp);
+
+	if (armed == 0) {
+		xiw_log(XIW_LOG_DEBUG, "qp %u: the backstop completed WRs whose sockops event fired meanwhile: not a miss",
+			qp->ibv.qp_num);
+		return false;
+	}
+	xiw_log(XIW_LOG_DEBUG, "qp %u: the backstop completed WRs past a watermark %s",
+		qp->ibv.qp_num, armed > 0 ? "still armed: no ACK callback fired it" :
+		"of unknown state");
+	return true;
+}
+
+/*
  * Check @qp, arm its sockops watermark if WRs are still pending and no
  * poller serves them (qp_ack_poller; then check again: the ACK may have
  * come before the arm). tx_lock held.
  * Return: true to keep the QP listed (WRs still wait, or qp_ack_keep);
  * *fast: the QP needs the poll timer;
- * *took: a traced QP had acknowledged WRs waiting (for the backstop count).
+ * *missed: with @backstop (the backstop timer's scan), acknowledged WRs
+ * waited behind a watermark the last check armed and whose event has not
+ * fired (qp_ack_missed).
  */
-static bool qp_ack_poll(struct xiw_qp *qp, bool *fast, bool *took)
+static bool qp_ack_poll(struct xiw_qp *qp, bool backstop, bool *fast,
+			bool *missed)
 {
 	uint32_t una, outq;
-
-	bool poller;
+	bool poller, armed;
 
 	if (!qp->llp)
 		return false;
+	armed = qp->ack_armed;
+	qp->ack_armed = false;
 	/* idle, but a poller served it lately: stay listed, so its next
 	 * WR needs no kick to be watched */
 	if (!xiw_txc_pending(&qp->txc) && !qp->zc_wait)
 		return qp_ack_keep(qp);
 	xiw_txack_trace(qp);
-	if (qp_ack_take(qp, false, &una, &outq) && qp->ack_traced &&
-	    !qp->ack_late)
-		*took = true;
+	if (qp_ack_take(qp, false, &una, &outq) && backstop && armed &&
+	    !qp->ack_late && qp_ack_missed(qp))
+		*missed = true;
 	if (!xiw_txc_pending(&qp->txc))
 		qp->ack_late = false;
 	if (qp->ack_late)
@@ -340,6 +368,7 @@ static bool qp_ack_poll(struct xiw_qp *qp, bool *fast, bool *took)
 			*fast = true;
 			break;
 		}
+		qp->ack_armed = true;
 		if (!qp_ack_take(qp, false, &una, &outq))
 			break;
 	}
@@ -427,7 +456,7 @@ static bool txack_idle_kept(struct xiw_qp *qp)
 static void txack_scan(bool backstop)
 {
 	struct xiw_qp *qp, *next;
-	bool fast = false, took = false, left;
+	bool fast = false, missed = false, left;
 
 	txack_ring_setup();	/* once the tracer has loaded */
 	pthread_mutex_lock(&txack.lock);
@@ -444,7 +473,7 @@ static void txack_scan(bool backstop)
 			continue;
 		}
 		pthread_mutex_lock(&qp->tx_lock);
-		left = qp_ack_poll(qp, &fast, &took);
+		left = qp_ack_poll(qp, backstop, &fast, &missed);
 		/* decided under tx_lock: a post after this sees the flag */
 		pthread_mutex_lock(&txack.lock);
 		if (left) {
@@ -458,7 +487,7 @@ static void txack_scan(bool backstop)
 		if (!left)	/* after its locks: destroy may free it now */
 			xiw_qp_unref(qp);
 	}
-	if (backstop && took)	/* an ACK the sockops program did not see */
+	if (missed)	/* an ACK the sockops program did not report */
 		xiw_log(XIW_LOG_DEBUG, "txack: the %d ms backstop completed WRs (%lu times so far)",
 			ACK_BACKSTOP_MS,
 			__atomic_add_fetch(&txack.backstop_hits, 1,
@@ -619,8 +648,10 @@ uint64_t xiw_txack_woken_scans(void)
 
 /**
  * xiw_txack_backstop_hits() - how many times the backstop timer, not a
- * sockops event or a poller, completed WRs of a traced QP, since the
- * process started.
+ * sockops event or a poller, completed WRs of a QP whose watermark was
+ * armed (an ACK the sockops program missed), since the process started.
+ * A QP a poller served had none armed: its backstop completions (the
+ * poller stopped polling without handing back) do not count.
  */
 unsigned long xiw_txack_backstop_hits(void)
 {
@@ -682,14 +713,14 @@ bool xiw_txack_poll(struct xiw_qp *qp)
  */
 void xiw_txack_handoff(struct xiw_qp *qp)
 {
-	bool fast = false, took = false;
+	bool fast = false, missed = false;
 
 	if (!__atomic_load_n(&qp->ack_listed, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&qp->tx_lock);
 	/* a listed QP keeps the scan's (backstop) timer running */
 	if (qp->ack_listed)
-		qp_ack_poll(qp, &fast, &took);
+		qp_ack_poll(qp, false, &fast, &missed);
 	xiw_tx_unlock(qp);
 	if (!fast)
 		return;	/* armed, nothing pending, or a poller serves it */

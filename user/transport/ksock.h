@@ -172,6 +172,7 @@ int xiw_ksock_ack_trace(struct xiw_ksock *l, uint64_t cookie);
 void xiw_ksock_ack_untrace(struct xiw_ksock *l);
 int xiw_ksock_ack_outq(struct xiw_ksock *l, uint32_t *outq);
 int xiw_ksock_ack_arm(struct xiw_ksock *l, uint32_t target);
+int xiw_ksock_ack_armed(struct xiw_ksock *l);
 void xiw_ksock_ack_mark(struct xiw_ksock *l, uint32_t pos);
 bool xiw_ksock_zc_usable(struct xiw_ksock *l);
 ssize_t xiw_ksock_send_zc(struct xiw_ksock *l, const struct iovec *iov, int n,

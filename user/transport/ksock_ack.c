@@ -148,6 +148,20 @@ int xiw_ksock_ack_arm(struct xiw_ksock *l, uint32_t target)
 }
 
 /**
+ * xiw_ksock_ack_armed() - the sockops state's armed flag: 1 while the
+ * watermark of the last xiw_ksock_ack_arm() has not fired, 0 once the
+ * program fired it (it clears the flag as it queues the event). One map
+ * lookup. Return: 1, 0, or -errno (-ENOENT: not traced).
+ */
+int xiw_ksock_ack_armed(struct xiw_ksock *l)
+{
+	struct xiw_sk_ack st;
+	int ret = xiw_sockops_state(xiw_ksock_fd(l), &st);
+
+	return ret ? ret : st.armed != 0;
+}
+
+/**
  * xiw_ksock_ack_mark() - ask the sockops program to mark the first send
  * call whose end reaches acknowledged-bytes position @pos (mod 2^32) for
  * an ACK callback: one store into the process's mark table, which the

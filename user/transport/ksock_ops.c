@@ -89,6 +89,11 @@ static int op_ack_arm(struct xiw_llp *l, uint32_t target)
 	return xiw_ksock_ack_arm(KS(l), target);
 }
 
+static int op_ack_armed(struct xiw_llp *l)
+{
+	return xiw_ksock_ack_armed(KS(l));
+}
+
 static void op_ack_mark(struct xiw_llp *l, uint32_t pos)
 {
 	xiw_ksock_ack_mark(KS(l), pos);
@@ -139,6 +144,7 @@ const struct xiw_llp_ops xiw_ksock_ops = {
 	.ack_trace = op_ack_trace,
 	.ack_outq = op_ack_outq,
 	.ack_arm = op_ack_arm,
+	.ack_armed = op_ack_armed,
 	.ack_mark = op_ack_mark,
 	.zc_usable = op_zc_usable,
 	.send_zc = op_send_zc,

@@ -73,6 +73,7 @@ struct xiw_llp_cb {
  * struct xiw_llp_ops - one transport's implementation of the seam. Every
  * member is mandatory except @ack_mark (NULL: the transport sees every
  * ACK, as xsk), @ack_outq (NULL: @ack_state is as cheap, as xsk),
+ * @ack_armed (NULL: unknown),
  * @fpdu_stream, @fpdu_meta and @fpdu_done (NULL: the transport parses no
  * FPDU headers, as ksock); the semantics
  * are those of the xiw_llp_*() wrapper of the same name below.
@@ -105,6 +106,7 @@ struct xiw_llp_ops {
 	int (*ack_outq)(struct xiw_llp *l, uint32_t *outq);	/* optional */
 	int (*ack_trace)(struct xiw_llp *l, uint64_t cookie);
 	int (*ack_arm)(struct xiw_llp *l, uint32_t target);
+	int (*ack_armed)(struct xiw_llp *l);			/* optional */
 	void (*ack_mark)(struct xiw_llp *l, uint32_t pos);	/* optional */
 	bool (*zc_usable)(struct xiw_llp *l);
 	ssize_t (*send_zc)(struct xiw_llp *l, const struct iovec *iov, int n,
@@ -268,6 +270,18 @@ static inline int xiw_llp_ack_trace(struct xiw_llp *l, uint64_t cookie)
 static inline int xiw_llp_ack_arm(struct xiw_llp *l, uint32_t target)
 {
 	return l->ops->ack_arm(l, target);
+}
+
+/**
+ * xiw_llp_ack_armed() - is the watermark of the last xiw_llp_ack_arm()
+ * still armed, i.e. has its event not fired? A caller that finds the
+ * watermark's bytes acknowledged (xiw_llp_ack_state) while it is still
+ * armed has seen an ACK the tracer missed. Optional per transport.
+ * Return: 1 armed, 0 fired (or never armed), -errno when unknown.
+ */
+static inline int xiw_llp_ack_armed(struct xiw_llp *l)
+{
+	return l->ops->ack_armed ? l->ops->ack_armed(l) : -EOPNOTSUPP;
 }
 
 /**

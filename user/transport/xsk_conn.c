@@ -947,6 +947,18 @@ static int op_ack_arm(struct xiw_llp *l, uint32_t target)
 	return 0;	/* reached already: the caller looks again after arming */
 }
 
+/* 1 while the watermark of op_ack_arm has not fired (cb_acked). */
+static int op_ack_armed(struct xiw_llp *l)
+{
+	struct xsk_conn *c = C(l);
+	int armed;
+
+	pthread_mutex_lock(&c->lock);
+	armed = c->ack_armed;
+	pthread_mutex_unlock(&c->lock);
+	return armed;
+}
+
 /* XIW_XSK_ZC=0 turns zero-copy sends off (copy everything into the ring). */
 static bool op_zc_usable(struct xiw_llp *l)
 {
@@ -1027,6 +1039,7 @@ const struct xiw_llp_ops xiw_xsk_ops = {
 	.ack_state = op_ack_state,
 	.ack_trace = op_ack_trace,
 	.ack_arm = op_ack_arm,
+	.ack_armed = op_ack_armed,
 	.zc_usable = op_zc_usable,
 	.send_zc = op_send_zc,
 	.zc_released = op_zc_released,
