@@ -319,12 +319,12 @@ static bool qp_ack_missed(struct xiw_qp *qp)
 	int armed = xiw_llp_ack_armed(qp->llp);
 
 	if (armed == 0) {
-		xiw_log(XIW_LOG_DEBUG, "qp %u: the backstop completed WRs whose sockops event fired meanwhile: not a miss",
+		xiw_log(XIW_LOG_DEBUG, "qp %u: the backstop completed WRs whose ACK event fired meanwhile: not a miss",
 			qp->ibv.qp_num);
 		return false;
 	}
 	xiw_log(XIW_LOG_DEBUG, "qp %u: the backstop completed WRs past a watermark %s",
-		qp->ibv.qp_num, armed > 0 ? "still armed: no ACK callback fired it" :
+		qp->ibv.qp_num, armed > 0 ? "still armed: the ACK tracer did not fire it" :
 		"of unknown state");
 	return true;
 }
