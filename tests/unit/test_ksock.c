@@ -277,14 +277,16 @@ static int plain_connect(const struct sockaddr_storage *to)
 	return err;
 }
 
-/* Connect @c to @bound and wait until it is connected (or failed). */
-static void side_connect(struct side *c, const struct sockaddr_storage *bound)
+/* Connect @c to @bound (from @src if not NULL) and wait until it is
+ * connected (or failed). */
+static void side_connect_from(struct side *c, const struct sockaddr_storage *src,
+			      const struct sockaddr_storage *bound)
 {
 	int err;
 
 	side_init(c);
-	err = xiw_ksock_connect(NULL, (const struct sockaddr *)bound, &cbs, c,
-				&c->l);
+	err = xiw_ksock_connect((const struct sockaddr *)src,
+				(const struct sockaddr *)bound, &cbs, c, &c->l);
 	if (err) {	/* loopback may refuse inside connect() */
 		assert_int_equal(err, -ECONNREFUSED);
 		c->closed_err = err;
@@ -295,6 +297,11 @@ static void side_connect(struct side *c, const struct sockaddr_storage *bound)
 	while (!c->connected && !c->closed_err)
 		pthread_cond_wait(&c->cond, &c->lock);
 	pthread_mutex_unlock(&c->lock);
+}
+
+static void side_connect(struct side *c, const struct sockaddr_storage *bound)
+{
+	side_connect_from(c, NULL, bound);
 }
 
 /* A listener on 127.0.0.1 with one accepted connection (cli <-> srv). */
@@ -372,6 +379,34 @@ static void test_refused(void **state)
 	side_init(&srv);
 	xiw_ksock_listener_close(listen_lo(&bound));
 	side_connect(&cli, &bound);
+	assert_int_equal(cli.closed_err, -ECONNREFUSED);
+	assert_int_equal(cli.connected, 0);
+	if (cli.l)
+		xiw_llp_close(cli.l);
+}
+
+/*
+ * A connect from a free port of 127.0.0.1 to that same port connects the
+ * socket to itself (TCP simultaneous open): nobody listens there, so it
+ * is refused, not handed to the CM as a peer that echoes its MPA request.
+ * (A refused connect's retry picks source ports from the pool a closed
+ * listener's port came from: rdmacm_api once got that echo.)
+ */
+static void test_self_connect_refused(void **state)
+{
+	struct sockaddr_storage port = { 0 };
+	struct sockaddr_in *a = (struct sockaddr_in *)&port;
+	socklen_t len = sizeof(port);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	(void)state;
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)a, sizeof(*a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&port, &len), 0);
+	close(fd);	/* a free port: nobody listens on it */
+	side_connect_from(&cli, &port, &port);
 	assert_int_equal(cli.closed_err, -ECONNREFUSED);
 	assert_int_equal(cli.connected, 0);
 	if (cli.l)
@@ -593,6 +628,7 @@ int main(void)
 		cmocka_unit_test(test_run_sync),
 		cmocka_unit_test(test_echo),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_self_connect_refused),
 		cmocka_unit_test(test_relisten_keeps_queue),
 		cmocka_unit_test(test_relisten_other_addr),
 		cmocka_unit_test(test_refused_after_child),

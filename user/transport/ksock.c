@@ -96,6 +96,26 @@ socklen_t xiw_ksock_sa_len(const struct sockaddr *sa)
 	return 0;
 }
 
+bool xiw_ksock_sa_same(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+
+		return x->sin_port == y->sin_port &&
+		       x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	if (a->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+
+		return x->sin6_port == y->sin6_port &&
+		       x->sin6_scope_id == y->sin6_scope_id &&
+		       !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
+	}
+	return false;
+}
+
 static int sock_error(int fd)
 {
 	int err = 0;
@@ -187,12 +207,33 @@ static void llp_cache_mss(struct xiw_ksock *l)
 		l->mss = mss;
 }
 
+/*
+ * A connect to a port of this host that nobody listens on can connect the
+ * socket to itself: the kernel picked that very port as our source port
+ * (TCP simultaneous open, RFC 9293 §3.5). The "peer" would then answer our
+ * MPA request with that request (the CM's "not an iWARP peer"). Nobody
+ * listens there: report it as refused.
+ */
+static bool llp_self_connected(int fd)
+{
+	struct sockaddr_storage a, b;
+	socklen_t la = sizeof(a), lb = sizeof(b);
+
+	return !getsockname(fd, (struct sockaddr *)&a, &la) &&
+	       !getpeername(fd, (struct sockaddr *)&b, &lb) &&
+	       xiw_ksock_sa_same((struct sockaddr *)&a, (struct sockaddr *)&b);
+}
+
 static void llp_connect_done(struct xiw_ksock *l)
 {
 	const struct xiw_llp_cb *cb;
 	void *arg;
 	int err = sock_error(l->pfd.fd);
 
+	if (!err && llp_self_connected(l->pfd.fd)) {
+		xiw_log(XIW_LOG_INFO, "ksock: the connect reached its own socket (nobody listens on the port, and the kernel chose it as our source port): refused");
+		err = -ECONNREFUSED;
+	}
 	if (err) {
 		llp_fail(l, err);
 		return;

@@ -83,6 +83,8 @@ int xiw_ksock_relisten_take(const struct sockaddr *addr);
 
 /** xiw_ksock_sa_len() - sockaddr length for @sa's family (0 if unknown). */
 socklen_t xiw_ksock_sa_len(const struct sockaddr *sa);
+/** xiw_ksock_sa_same() - same family, address and port (IPv6: and scope). */
+bool xiw_ksock_sa_same(const struct sockaddr *a, const struct sockaddr *b);
 
 /**
  * struct xiw_ksock_zc - MSG_ZEROCOPY state of one connection (ksock_zc.c).

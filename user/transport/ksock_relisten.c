@@ -75,27 +75,6 @@ static uint16_t sa_port(const struct sockaddr *sa)
 	return 0;
 }
 
-/* Same family, address and port (scope id too for IPv6). */
-static bool sa_same(const struct sockaddr *a, const struct sockaddr *b)
-{
-	if (a->sa_family != b->sa_family)
-		return false;
-	if (a->sa_family == AF_INET) {
-		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
-
-		return x->sin_port == y->sin_port &&
-		       x->sin_addr.s_addr == y->sin_addr.s_addr;
-	}
-	if (a->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
-
-		return x->sin6_port == y->sin6_port &&
-		       x->sin6_scope_id == y->sin6_scope_id &&
-		       !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
-	}
-	return false;
-}
-
 /* Unlink @r from the list; returns its fd (not closed) and frees @r. */
 static int rec_unlink(struct relisten_rec *r)
 {
@@ -174,7 +153,7 @@ static void take_on_progress(void *arg)
 		next = r->next;
 		if (sa_port((struct sockaddr *)&r->addr) != sa_port(t->addr))
 			continue;
-		if (t->fd < 0 && sa_same((struct sockaddr *)&r->addr, t->addr)) {
+		if (t->fd < 0 && xiw_ksock_sa_same((struct sockaddr *)&r->addr, t->addr)) {
 			t->fd = rec_unlink(r);
 			continue;
 		}
