@@ -228,7 +228,8 @@ iperf_run() {
 	progress "iperf3 single stream, ${T}s ($key)"
 	rm -f "$sc" "$cc"
 	if run_pair "$key" $((T + 30)) "${PIN_S[@]}" bash "$CPUW" "$sc" iperf3 -s -1 -p @PORT@ -- \
-		"${PIN_C[@]}" bash "$CPUW" "$cc" iperf3 -c @IP@ -p @PORT@ -t "$T" -f m; then
+		"${PIN_C[@]}" bash "$CPUW" "$cc" iperf3 -c @IP@ -p @PORT@ -t "$T" -f m \
+		${XIW_TCP_CONGESTION:+-C "$XIW_TCP_CONGESTION"}; then
 		# receiver line: transfer (KBytes/MBytes/GBytes, 2^10 units), Mbits/sec
 		read -r bytes gb < <(awk '/receiver/ {
 			for (i = 2; i <= NF; i++) {
@@ -726,6 +727,22 @@ idle_facts() {
 	if [ -r "$p" ]; then printf ', guest_halt_poll_ns %s' "$(cat "$p")"; fi
 }
 
+# The namespaces' TCP congestion control and the veth's qdisc, printed
+# with the table: BBR without the fq qdisc paces in TCP itself, and on
+# the machines of 2026-11 (BBR the default, the veth noqueue) it held
+# every single-stream row, iperf3's too, to ~18 Gb/s; cubic gave iperf3
+# 41-44 Gb/s and 64 KB ib_write_bw ~6 GB/s on the same pair (README,
+# XIW_TCP_CONGESTION). With XIW_TCP_CONGESTION set, iperf3 runs with -C
+# of the same name, so the iperf3 ratios stay like for like.
+tcp_facts() {
+	local cc qd
+
+	cc=$(ip netns exec "$XIW_NS_A" sysctl -n net.ipv4.tcp_congestion_control 2>/dev/null)
+	qd=$(tc -n "$XIW_NS_A" qdisc show dev "$XIW_IF_A" 2>/dev/null | awk 'NR == 1 {print $2}')
+	printf 'TCP congestion control %s%s, veth qdisc %s' "${cc:-unknown}" \
+		"${XIW_TCP_CONGESTION:+ (engine: XIW_TCP_CONGESTION=$XIW_TCP_CONGESTION)}" "${qd:-unknown}"
+}
+
 # --------------------------------------------------------------- table
 progress "done"
 sz() { case $1 in 4096) echo 4K ;; 65536) echo 64K ;; 1048576) echo 1M ;; *) echo "$1" ;; esac; }
@@ -733,6 +750,7 @@ line() { printf '  %-30s %10s %9s %12s %9s\n' "$@"; }
 echo
 echo "xiwarp bench (issue 3): two netns + veth, one run, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs${knobs:+; knobs: $knobs}"
 echo "host: Linux $(uname -r), $(idle_facts)"
+echo "tcp: $(tcp_facts)"
 echo
 echo "bandwidth: perftest -R (MB/s = 2^20 B/s shown as Gb/s = 1e9 bit/s); CPU s/GB = user+sys"
 echo "of server + client process over the bytes moved (1e9 B); iperf3: mean of 2 runs of ${T}s"

@@ -2,6 +2,7 @@
 /* ksock + progress thread on loopback: connect, echo, EOF, close. */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <pthread.h>
@@ -369,6 +370,71 @@ static void test_relisten_other_addr(void **state)
 	xiw_llp_close(srv.l);
 }
 
+static void sock_cc(struct xiw_llp *l, char *name, socklen_t len)
+{
+	memset(name, 0, len);
+	assert_int_equal(getsockopt(xiw_ksock_fd((struct xiw_ksock *)l),
+				    IPPROTO_TCP, TCP_CONGESTION, name, &len), 0);
+}
+
+/* the first line of /proc/sys/net/ipv4/@file into @buf */
+static void read_sysctl(const char *file, char *buf, size_t size)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/%s", file);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, (int)size, f));
+	buf[strcspn(buf, "\n")] = 0;
+	fclose(f);
+}
+
+/*
+ * XIW_TCP_CONGESTION: both ends of a connection run the algorithm it
+ * names (the connecting socket sets it, the accepted one inherits the
+ * listener's), one other than the namespace's default, so the check
+ * fails if the knob is not applied; an unknown name is -ENOENT.
+ */
+static void test_congestion(void **state)
+{
+	char def[64], allowed[256], other[64] = "", got[64];
+	struct sockaddr_storage bound;
+	struct xiw_ksock_listener *ls;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(xiw_ksock_set_cc(fd, "no-such-cc"), -ENOENT);
+	close(fd);
+	read_sysctl("tcp_congestion_control", def, sizeof(def));
+	read_sysctl("tcp_allowed_congestion_control", allowed, sizeof(allowed));
+	for (char *t = strtok(allowed, " "); t; t = strtok(NULL, " "))
+		if (strcmp(t, def) && strlen(t) < sizeof(other))
+			strcpy(other, t);
+	if (!*other)
+		skip();	/* only the default may be chosen here */
+	setenv("XIW_TCP_CONGESTION", other, 1);
+	side_init(&srv);
+	side_init(&cli);
+	ls = listen_lo(&bound);
+	assert_int_equal(xiw_ksock_connect(NULL, (struct sockaddr *)&bound,
+					   &cbs, &cli, &cli.l), 0);
+	wait_for(&cli, &cli.connected);
+	for (int i = 0; i < 5000 && !__atomic_load_n(&srv.l, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	assert_non_null(srv.l);
+	sock_cc(cli.l, got, sizeof(got));
+	assert_string_equal(got, other);
+	sock_cc(srv.l, got, sizeof(got));
+	assert_string_equal(got, other);
+	unsetenv("XIW_TCP_CONGESTION");
+	xiw_llp_close(cli.l);
+	xiw_llp_close(srv.l);
+	xiw_ksock_listener_close(ls);
+}
+
 /* A closed listener without open connections is closed at once: the
  * next connect is refused. */
 static void test_refused(void **state)
@@ -633,6 +699,7 @@ int main(void)
 		cmocka_unit_test(test_relisten_other_addr),
 		cmocka_unit_test(test_refused_after_child),
 		cmocka_unit_test(test_notsent_lowat),
+		cmocka_unit_test(test_congestion),
 		cmocka_unit_test(test_close_unread_is_fin),
 		cmocka_unit_test(test_close_lingers_after_rx),
 		cmocka_unit_test(test_close_linger_ends_on_peer_fin),

@@ -752,6 +752,7 @@ static int tcp_socket(int family)
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	xiw_ksock_apply_cc(fd);	/* accepted sockets inherit the listener's */
 	return fd;
 }
 

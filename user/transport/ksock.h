@@ -142,6 +142,18 @@ int xiw_ksock_open_conns(void);
  * anything else is logged (warn) and gives the default too.
  */
 int xiw_ksock_lowat_parse(const char *e);
+/**
+ * xiw_ksock_set_cc() - set TCP congestion control @name (tcp(7)
+ * TCP_CONGESTION) on socket @fd. Return: 0, -ENOENT no such algorithm,
+ * -EPERM not allowed without CAP_NET_ADMIN, other -errno.
+ */
+int xiw_ksock_set_cc(int fd, const char *name);
+/**
+ * xiw_ksock_apply_cc() - apply XIW_TCP_CONGESTION (unset or empty: leave
+ * the host's default) to a socket the engine connects or listens on; a
+ * failure is logged once (warn) and leaves the default (ksock_cc.c).
+ */
+void xiw_ksock_apply_cc(int fd);
 /** xiw_ksock_fd() - the connection's socket (for ksock's own helpers). */
 int xiw_ksock_fd(const struct xiw_ksock *l);
 
