@@ -39,6 +39,11 @@ table (stdout), progress on stderr, about 3-4 minutes:
               or tests/netns/xiw_delayfwd where the kernel lacks netem).
               "Added" = ack - copy, compared with the RTT that sockperf
               measures on the same link (2 x its one-way p50).
+  unpaced     iperf3 -C and the 64 KB copy/ack pair again (interleaved,
+              XIW_BENCH_ACK_REPS each) with XIW_TCP_CONGESTION=cubic, when
+              the namespaces' default is another algorithm: BBR without
+              an fq qdisc paces in TCP itself, and the rows above then
+              measure its pacing.
   cq wait     build/bin/xiw_cqbench (defaults): context switches and CPU of
               the consumer reaping N completions, adaptive xiw_cq_wait vs
               always-block (verbs channel) vs busy-poll.
@@ -75,7 +80,8 @@ Environment: BUILD (build), XIW_* engine knobs (both sides; the ack/copy
 rows override XIW_TX_COMPLETION), XIW_BENCH_TIME (5: seconds of iperf3 and
 sockperf), XIW_BENCH_REPS (3), XIW_BENCH_ACK_REPS (5: the 64 KB copy vs
 ack runs), XIW_BENCH_MB (3072), XIW_BENCH_MSGS
-(500000), XIW_BENCH_DELAY_MS (10), XIW_KEEP_LOGS=1 (keep the logs).
+(500000), XIW_BENCH_DELAY_MS (10), XIW_BENCH_UNPACED_CC (cubic: the
+congestion control of the unpaced rows), XIW_KEEP_LOGS=1 (keep the logs).
 USAGE
 }
 case "${1:-}" in
@@ -517,6 +523,48 @@ ab_diff=$(calc 'printf "%+.1f %%", (a / c - 1) * 100' a="$ab_ack" c="$ab_copy")
 spread() { printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g | sed -n '1p;$p' | paste -sd-; }
 ab_spread="copy $(spread "${cb[@]}"), ack $(spread "${ab[@]}") Gb/s"
 
+# ------------------------------------ unpaced: another congestion control
+# When the namespaces' default congestion control paces (BBR without an fq
+# qdisc paces in TCP itself: ~18 Gb/s for one stream on the machines of
+# 2026-11), every single-stream row above measures that pacing, and ack
+# mode's cost hides in the pacing's gaps. These rows run iperf3 -C and the
+# 64 KB copy/ack pair again with XIW_TCP_CONGESTION=$UNPACED_CC (default
+# cubic), interleaved as above; skipped when that is the default already,
+# the kernel lacks it, or XIW_TCP_CONGESTION was set for the whole bench.
+UNPACED_CC=${XIW_BENCH_UNPACED_CC:-cubic}
+UNPACED=""	# why the rows are missing, or empty
+ucb=()
+uab=()
+unpaced_skip() {
+	local def avail
+	def=$(ip netns exec "$XIW_NS_A" sysctl -n net.ipv4.tcp_congestion_control 2>/dev/null)
+	avail=$(ip netns exec "$XIW_NS_A" sysctl -n net.ipv4.tcp_available_congestion_control 2>/dev/null)
+	if [ -n "${XIW_TCP_CONGESTION:-}" ]; then
+		echo "XIW_TCP_CONGESTION is set for the whole bench"
+	elif [ "$def" = "$UNPACED_CC" ]; then
+		echo "$UNPACED_CC is the default"
+	elif ! grep -qw -- "$UNPACED_CC" <<<"$avail"; then
+		echo "the kernel has no $UNPACED_CC (available: $avail)"
+	fi
+}
+UNPACED=$(unpaced_skip)
+if [ -z "$UNPACED" ]; then
+	progress "unpaced: iperf3 -C $UNPACED_CC, 64 KB copy vs ack with XIW_TCP_CONGESTION=$UNPACED_CC x$ACK_REPS"
+	XIW_TCP_CONGESTION=$UNPACED_CC iperf_run iperf3.unpaced
+	for ((r = 0; r < ACK_REPS; r++)); do
+		for m in $([ $((r % 2)) = 0 ] && echo copy ack || echo ack copy); do
+			bw_run "up.$m.$r" ib_write_bw 65536 "$n64" XIW_TX_COMPLETION=$m \
+				XIW_TCP_CONGESTION="$UNPACED_CC"
+		done
+		[ "${GBIT[up.copy.$r]:-}" ] && [ "${GBIT[up.ack.$r]:-}" ] || break
+		ucb+=("${GBIT[up.copy.$r]}")
+		uab+=("${GBIT[up.ack.$r]}")
+	done
+fi
+up_copy=$(median "${ucb[@]}")
+up_ack=$(median "${uab[@]}")
+up_cost=$(calc 'printf "%.1f", (1 - a / c) * 100' a="$up_ack" c="$up_copy")
+
 # txmode_lat NAME K ENV...: one signalled 4 KB WRITE K times -> TXLAT
 # (median post -> WC, us)
 txmode_lat() {
@@ -826,6 +874,20 @@ echo "  (RTT = 2 x sockperf's one-way p50 on the same link${XIW_DELAY_HOW:+; del
 [ -n "$ACK_HOW" ] && echo "  (ack mode, engine log: ${ACK_HOW#xiwarp })"
 [ -n "$ACK_SRV_NOTE" ] && echo "  (perftest rows: $ACK_SRV_NOTE; xiw_txmode rows: both sides)"
 echo
+if [ -n "$UNPACED" ]; then
+	echo "unpaced rows: skipped ($UNPACED)"
+else
+	echo "unpaced: XIW_TCP_CONGESTION=$UNPACED_CC and iperf3 -C $UNPACED_CC (the rows above: $(ip netns exec "$XIW_NS_A" sysctl -n net.ipv4.tcp_congestion_control 2>/dev/null))"
+	printf '  %-44s %10s %10s %10s\n' "" "Gb/s" "x iperf3" "CPU s/GB"
+	printf '  %-44s %10s %10s %10s\n' "iperf3 TCP single stream" "$(fmt "${GBIT[iperf3.unpaced]:-}")" "1.00" \
+		"$(fmt "${CPUGB[iperf3.unpaced]:-}")"
+	printf '  %-44s %10s %10s\n' "ib_write_bw 64K copy (median of ${#ucb[@]})" "$(fmt "$up_copy")" \
+		"$(fmt "$(ratio "$up_copy" "${GBIT[iperf3.unpaced]:-}")")"
+	printf '  %-44s %10s %10s   ack mode costs %s %%\n' "ib_write_bw 64K ack (median of ${#uab[@]})" "$(fmt "$up_ack")" \
+		"$(fmt "$(ratio "$up_ack" "${GBIT[iperf3.unpaced]:-}")")" "$(fmt "$up_cost")"
+	printf '  %-44s %s\n' "  runs spread" "copy $(spread "${ucb[@]}"), ack $(spread "${uab[@]}") Gb/s"
+fi
+echo
 echo "xiw_cq_wait: $CQBENCH (consumer thread's getrusage; csw = vcsw + ivcsw)"
 if [ -s "$cq_out" ]; then
 	grep -v '^target:' "$cq_out" | sed 's/^/  /'
@@ -900,6 +962,8 @@ target "ack mode adds <= 1 RTT (plain veth)" "a <= r" \
 	"ack-copy $(fmt "$tx_add") us, RTT $(fmt "$sp_rtt") us" a="$tx_add" r="$sp_rtt"
 target "ack mode costs <= 5 % bandwidth at 64 KB" "c <= 5" \
 	"cost $(fmt "$ab_cost") % (ack $(fmt "$ab_ack") vs copy $(fmt "$ab_copy") Gb/s)" c="$ab_cost"
+[ -z "$UNPACED" ] && printf '  %-46s %-13s %s\n' "  the same, unpaced ($UNPACED_CC; not a target)" "" \
+	"cost $(fmt "$up_cost") % (ack $(fmt "$up_ack") vs copy $(fmt "$up_copy") Gb/s)"
 target "adaptive wait: csw <= always-block's" "a <= b" \
 	"$(fmt "$cq_a_csw") vs $(fmt "$cq_b_csw")" a="$cq_a_csw" b="$cq_b_csw"
 target "adaptive wait: CPU <= 0.5 x busy-poll's" "a <= 0.5 * b" \
