@@ -399,7 +399,7 @@ static void read_sysctl(const char *file, char *buf, size_t size)
  */
 static void test_congestion(void **state)
 {
-	char def[64], allowed[256], other[64] = "", got[64];
+	char def[64], allowed[256], other[64] = "", got[64], *save = NULL;
 	struct sockaddr_storage bound;
 	struct xiw_ksock_listener *ls;
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -410,7 +410,8 @@ static void test_congestion(void **state)
 	close(fd);
 	read_sysctl("tcp_congestion_control", def, sizeof(def));
 	read_sysctl("tcp_allowed_congestion_control", allowed, sizeof(allowed));
-	for (char *t = strtok(allowed, " "); t; t = strtok(NULL, " "))
+	for (char *t = strtok_r(allowed, " ", &save); t;
+	     t = strtok_r(NULL, " ", &save))
 		if (strcmp(t, def) && strlen(t) < sizeof(other))
 			strcpy(other, t);
 	if (!*other)
