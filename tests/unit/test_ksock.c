@@ -118,6 +118,21 @@ static struct xiw_ksock_listener *listen_lo(struct sockaddr_storage *bound)
 	return ls;
 }
 
+/* Fresh srv/cli sides, cli connected to a new listener on 127.0.0.1
+ * (@bound gets its address). Return: the listener. */
+static struct xiw_ksock_listener *connect_lo(struct sockaddr_storage *bound)
+{
+	struct xiw_ksock_listener *ls;
+
+	side_init(&srv);
+	side_init(&cli);
+	ls = listen_lo(bound);
+	assert_int_equal(xiw_ksock_connect(NULL, (struct sockaddr *)bound,
+					   &cbs, &cli, &cli.l), 0);
+	wait_for(&cli, &cli.connected);
+	return ls;
+}
+
 static void test_echo(void **state)
 {
 	struct sockaddr_storage bound;
@@ -125,12 +140,7 @@ static void test_echo(void **state)
 	struct iovec iov = { "hello", 5 };
 
 	(void)state;
-	side_init(&srv);
-	side_init(&cli);
-	ls = listen_lo(&bound);
-	assert_int_equal(xiw_ksock_connect(NULL, (struct sockaddr *)&bound,
-					   &cbs, &cli, &cli.l), 0);
-	wait_for(&cli, &cli.connected);
+	ls = connect_lo(&bound);
 	assert_true(xiw_llp_mss(cli.l) > 0);
 	assert_int_equal(xiw_llp_send(cli.l, &iov, 1, false), 5);
 	pthread_mutex_lock(&srv.lock);
@@ -417,12 +427,7 @@ static void test_congestion(void **state)
 	if (!*other)
 		skip();	/* only the default may be chosen here */
 	setenv("XIW_TCP_CONGESTION", other, 1);
-	side_init(&srv);
-	side_init(&cli);
-	ls = listen_lo(&bound);
-	assert_int_equal(xiw_ksock_connect(NULL, (struct sockaddr *)&bound,
-					   &cbs, &cli, &cli.l), 0);
-	wait_for(&cli, &cli.connected);
+	ls = connect_lo(&bound);
 	for (int i = 0; i < 5000 && !__atomic_load_n(&srv.l, __ATOMIC_ACQUIRE); i++)
 		usleep(1000);
 	assert_non_null(srv.l);
