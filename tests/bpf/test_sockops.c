@@ -340,6 +340,64 @@ static void test_marks_only_wanted(void **state)
 	close(srv);
 }
 
+/*
+ * The callbacks switch (XIW_SO_ACK_CALLBACKS): off, the socket's ACKs run
+ * no callback (its count stays), an armed watermark is dropped and a
+ * wanted send call is not marked; on again, a watermark fires. Sockets
+ * this process did not register, and other options, are left to the
+ * kernel.
+ */
+static void test_callbacks_switch(void **state)
+{
+	const uint64_t ck = 0x5a17cULL;
+	struct seen s = { 0 };
+	struct xiw_sk_ack st;
+	uint64_t acks;
+	uint32_t want;
+	int cli, srv, one = 1;
+
+	(void)state;
+	tcp_pair(&cli, &srv);
+	assert_int_equal(xiw_sockops_register(cli, ck), 0);
+	round_trip(cli, srv, 1000);
+	assert_int_equal(xiw_sockops_state(cli, &st), 0);
+	assert_true(st.acks >= 1);	/* on from the start */
+
+	assert_int_equal(xiw_sockops_arm(cli, (uint32_t)acked_of(cli) + 3000), 0);
+	assert_int_equal(xiw_sockops_callbacks(cli, false), 0);
+	assert_int_equal(xiw_sockops_state(cli, &st), 0);
+	assert_int_equal(st.armed, 0);
+	acks = st.acks;
+	want = (uint32_t)acked_of(cli) + 1000;
+	__atomic_store_n(xiw_sockops_mark_slot(ck), XIW_MARK_WANT(ck, want),
+			 __ATOMIC_RELAXED);
+	assert_int_equal(xiw_sockops_arm(cli, want), 0);
+	for (int i = 0; i < 4; i++)
+		round_trip(cli, srv, 1000);
+	drain(&s, 200);
+	assert_int_equal(s.watermark, 0);
+	assert_int_equal(xiw_sockops_state(cli, &st), 0);
+	assert_int_equal(st.acks, acks);
+	assert_int_not_equal(xiw_sockops_mark_done(ck), want);
+
+	assert_int_equal(xiw_sockops_callbacks(cli, true), 0);
+	assert_int_equal(xiw_sockops_arm(cli, (uint32_t)acked_of(cli) + 1000), 0);
+	round_trip(cli, srv, 1000);
+	drain(&s, 500);
+	assert_int_equal(s.watermark, 1);
+	assert_int_equal(s.cookie, ck);
+	assert_int_equal(xiw_sockops_state(cli, &st), 0);
+	assert_true(st.acks > acks);
+
+	assert_int_equal(xiw_sockops_callbacks(srv, false), -ENOPROTOOPT);
+	assert_int_equal(setsockopt(cli, IPPROTO_TCP, TCP_NODELAY, &one,
+				    sizeof(one)), 0);
+	xiw_sockops_unregister(cli);
+	assert_int_equal(xiw_sockops_callbacks(cli, false), -ENOPROTOOPT);
+	close(cli);
+	close(srv);
+}
+
 /* --child: a second process with its own program instance and ring:
  * its own socket's watermark must reach it. Exit 0 on success. */
 static int child_main(void)
@@ -397,6 +455,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_watermark_wraps),
 		cmocka_unit_test(test_view_follows_registration),
 		cmocka_unit_test(test_marks_only_wanted),
+		cmocka_unit_test(test_callbacks_switch),
 		cmocka_unit_test(test_owner_isolation),
 	};
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "xiw_obj.h"
+#include "xiw_sockops.h"
 
 #define BUF_SIZE (4u << 20)	/* [0, 2 MB) source, [2 MB, 4 MB) sink */
 #define SINK (2u << 20)
@@ -458,7 +459,7 @@ static void test_ack_poller_stream(void **state)
 	bs0 = xiw_txack_backstop_hits();
 	post(&cli, 9999, IBV_WR_RDMA_WRITE, 0, POLLER_LEN, 1,
 	     IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
-	xiw_cq_rx_handoff(cli.scq);
+	xiw_cq_rx_handoff(cli.scq, true);
 	for (int i = 0; i < 10000 && !cq_queued_now(cli.scq); i++)
 		usleep(1000);
 	assert_int_equal(cq_queued_now(cli.scq), 1);
@@ -482,6 +483,109 @@ static void test_ack_poller_stream(void **state)
 	poll_wc_every(cli.scq, &wc, 0);
 	assert_int_equal(wc.wr_id, 9998);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+}
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* post one 16 KB WRITE, hand the CQ back as a blocking waiter does, and
+ * wait without polling until its WC is queued */
+static void ack_blocked_write(uint64_t id)
+{
+	struct ibv_wc wc;
+
+	post(&cli, id, IBV_WR_RDMA_WRITE, 0, POLLER_LEN, 1,
+	     IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
+	xiw_cq_rx_handoff(cli.scq, true);
+	for (int i = 0; i < 10000 && !cq_queued_now(cli.scq); i++)
+		usleep(1000);
+	assert_int_equal(cq_queued_now(cli.scq), 1);
+	assert_int_equal(xiw_cq_poll(cli.scq, 1, &wc), 1);
+	assert_int_equal(wc.wr_id, id);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+}
+
+/* the QP's callbacks are off (xiw_txack_cb.c); written under tx_lock */
+static bool ack_cb_off(void)
+{
+	return __atomic_load_n(&cli.qp->ack_cb_off, __ATOMIC_RELAXED);
+}
+
+/*
+ * Ack mode, the tracer's per-ACK callbacks (xiw_txack_cb.c): a stream
+ * whose ACKs a spinning poller serves has them switched off once their
+ * 10 ms hold passed (here: at least 50 ms and 256 WRs, naps included;
+ * the stream goes on until they are off, 10 s at most); a waiter that
+ * blocks switches them on, and its WR, sent while they were off,
+ * completes with nobody polling, by the poll timer, not counted as a
+ * miss of the backstop; the next blocked WR completes the same way with
+ * them on. Skipped in copy mode, without the tracer or its switch.
+ */
+static void test_ack_cb_switch(void **state)
+{
+	uint64_t offs0 = xiw_txack_cb_switches(false), ons, acks;
+	uint32_t posted = 0, done = 0;
+	struct xiw_sk_ack st;
+	int fd;
+	struct timespec t0;
+	unsigned long bs0;
+	struct ibv_wc wc;
+	bool more = true;
+
+	(void)state;
+	if (!xiw_tx_config()->ack)
+		skip();
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (done < posted || more) {
+		for (; posted - done < POLLER_WINDOW && more; posted++)
+			post(&cli, 9000 + posted, IBV_WR_RDMA_WRITE,
+			     POLLER_LEN * (posted % POLLER_WINDOW), POLLER_LEN,
+			     1, IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
+		poll_wc_every(cli.scq, &wc, 0);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, 9000 + done);
+		done++;
+		more = done < 256 || ms_since(&t0) < 50 ||
+		       (!ack_cb_off() && ms_since(&t0) < 10000);
+	}
+	if (!cli.qp->ack_traced || cli.qp->ack_cb_fixed)
+		skip();	/* not root, or a kernel without the switch */
+	assert_true(ack_cb_off());
+	assert_true(xiw_txack_cb_switches(false) > offs0);
+	/* off in the kernel too: more polled WRs, no callback saw an ACK */
+	fd = xiw_llp_poll_fd(cli.qp->llp);
+	assert_int_equal(xiw_sockops_state(fd, &st), 0);
+	acks = st.acks;
+	for (uint32_t i = 0; i < POLLER_WINDOW; i++) {
+		post(&cli, 8000 + i, IBV_WR_RDMA_WRITE, POLLER_LEN * i,
+		     POLLER_LEN, 1, IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
+		poll_wc_every(cli.scq, &wc, 0);
+		assert_int_equal(wc.wr_id, 8000 + i);
+	}
+	assert_int_equal(xiw_sockops_state(fd, &st), 0);
+	if (ack_cb_off())	/* else a 10 ms gap made the scan switch */
+		assert_int_equal(st.acks, acks);
+
+	bs0 = xiw_txack_backstop_hits();
+	ons = xiw_txack_cb_switches(true);
+	ack_blocked_write(9999);
+	assert_false(ack_cb_off());
+	assert_int_equal(xiw_txack_cb_switches(true), ons + 1);
+	/* on in the kernel too: the next one's ACK runs the program (the
+	 * socket's count of callbacks that saw an ACK) */
+	assert_int_equal(xiw_sockops_state(fd, &st), 0);
+	acks = st.acks;
+	ack_blocked_write(9998);
+	assert_false(ack_cb_off());	/* a block holds them on */
+	assert_int_equal(xiw_sockops_state(fd, &st), 0);
+	assert_true(st.acks > acks);
+	assert_int_equal(xiw_txack_backstop_hits(), bs0);
 }
 
 /* One side of a WRITE ping-pong (test_write_pingpong), in its own thread. */
@@ -1757,6 +1861,8 @@ static int run_suite(void)
 		cmocka_unit_test_setup_teardown(test_ack_inline, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_ack_poller_stream, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_ack_cb_switch, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_write_pingpong, setup,
 						teardown),

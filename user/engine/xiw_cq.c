@@ -229,16 +229,17 @@ static bool cq_rx_progress(struct xiw_cq *cq)
  * xiw_cq_rx_handoff() - a thread is about to wait for @cq's completions
  * without polling: QPs whose reading was left to pollers (xiw_rx_poll)
  * go back to the progress thread now rather than at its 1 ms check, and
- * so do the ACK checks of their send WRs (xiw_txack_poll).
+ * so do the ACK checks of their send WRs (xiw_txack_poll). @block: it
+ * blocks (a channel or xiw_cq_wait), not a poller's nap.
  */
-void xiw_cq_rx_handoff(struct xiw_cq *cq)
+void xiw_cq_rx_handoff(struct xiw_cq *cq, bool block)
 {
 	atomic_store(&cq->poll_away, true);	/* before the QPs look */
 	pthread_mutex_lock(&cq->qps_lock);
 	for (uint32_t i = 0; i < cq->nqps; i++) {
 		if (atomic_load(&cq->qps[i]->rx_app_mode))
 			xiw_rx_kick(cq->qps[i]);
-		xiw_txack_handoff(cq->qps[i]);
+		xiw_txack_handoff(cq->qps[i], block);
 	}
 	pthread_mutex_unlock(&cq->qps_lock);
 }
@@ -638,7 +639,7 @@ int xiw_cq_req_notify(struct xiw_cq *cq, int solicited_only)
 	if (!cq->ch)
 		return -EINVAL;
 	xiw_tx_cork_flush();
-	xiw_cq_rx_handoff(cq);
+	xiw_cq_rx_handoff(cq, true);
 	pthread_mutex_lock(&cq->lock);
 	if (!solicited_only)
 		cq->armed = XIW_CQ_ARM_NEXT;

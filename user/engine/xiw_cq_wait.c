@@ -107,14 +107,16 @@ static bool cq_spin(struct xiw_cq *cq, uint32_t nmin, uint64_t end_ns)
 }
 
 /*
- * Sleep until @nmin are queued or @deadline_ns (UINT64_MAX: none).
+ * Sleep until @nmin are queued or @deadline_ns (UINT64_MAX: none); @nap:
+ * a poller's short nap (xiw_cq_nap), else a waiter's block.
  * Return: true if they are queued.
  */
-static bool cq_sleep(struct xiw_cq *cq, uint32_t nmin, uint64_t deadline_ns)
+static bool cq_sleep(struct xiw_cq *cq, uint32_t nmin, uint64_t deadline_ns,
+		     bool nap)
 {
 	bool ready;
 
-	xiw_cq_rx_handoff(cq);	/* no poller reads for us while we sleep */
+	xiw_cq_rx_handoff(cq, !nap);	/* no poller reads for us meanwhile */
 	pthread_mutex_lock(&cq->lock);
 	for (;;) {
 		struct timespec rel, *tp = NULL;
@@ -190,7 +192,7 @@ static bool cq_wait_ready(struct xiw_cq *cq, uint32_t nmin, int timeout_ms)
 		if (cq_spin(cq, nmin, spin_end))
 			return true;
 	}
-	return cq_sleep(cq, nmin, deadline);
+	return cq_sleep(cq, nmin, deadline, false);
 }
 
 /* cq->waiter: 0 free, 1 an xiw_cq_wait() caller, 2 a napping poller */
@@ -202,7 +204,7 @@ bool xiw_cq_nap(struct xiw_cq *cq, uint32_t us)
 
 	if (!atomic_compare_exchange_strong(&cq->waiter, &free_, CQ_NAPPER))
 		return false;
-	cq_sleep(cq, 1, xiw_now_ns() + (uint64_t)us * 1000u);
+	cq_sleep(cq, 1, xiw_now_ns() + (uint64_t)us * 1000u, true);
 	atomic_store(&cq->waiter, 0);
 	return true;
 }

@@ -193,7 +193,7 @@ struct xiw_cq {
  */
 int xiw_cq_qp_add(struct xiw_cq *cq, struct xiw_qp *qp);
 void xiw_cq_qp_del(struct xiw_cq *cq, struct xiw_qp *qp);
-void xiw_cq_rx_handoff(struct xiw_cq *cq);
+void xiw_cq_rx_handoff(struct xiw_cq *cq, bool block);
 bool xiw_cq_polled_lately(struct xiw_cq *cq, uint64_t ns, bool serving);
 
 /**
@@ -533,6 +533,11 @@ struct xiw_qp {
 					 * is then an ACK sockops missed) */
 	bool ack_listed;		/* on the watch list (holds a ref) */
 	struct xiw_qp *ack_next;	/* watch list link (txack lock) */
+	/* the tracer's per-ACK callbacks (xiw_txack_cb.c), tx_lock */
+	bool ack_cb_off;		/* off: a poller serves the ACKs */
+	bool ack_cb_fixed;		/* no switch: they stay on */
+	uint64_t ack_cb_on_ns;		/* traced or last switched on */
+	uint64_t ack_block_ns;		/* a CQ waiter last blocked */
 	struct xiw_txc txc;		/* WRs handed over, waiting for ACK */
 	bool zc_off;			/* no zero-copy on this stream */
 	bool zc_any;			/* @zc_last is valid */
@@ -765,10 +770,17 @@ void xiw_txack_forget(struct xiw_qp *qp);
 void xiw_txack_wake(void);
 void xiw_txack_rx(struct xiw_qp *qp);
 bool xiw_txack_poll(struct xiw_qp *qp);
-void xiw_txack_handoff(struct xiw_qp *qp);
+void xiw_txack_handoff(struct xiw_qp *qp, bool block);
 uint64_t xiw_txack_inline_hits(void);
 uint64_t xiw_txack_woken_scans(void);
 unsigned long xiw_txack_backstop_hits(void);
+
+/* ---- xiw_txack_cb.c: the tracer's per-ACK callbacks on or off ---- */
+
+void xiw_txack_cb_traced(struct xiw_qp *qp);
+void xiw_txack_cb_quiet(struct xiw_qp *qp);
+bool xiw_txack_cb_need(struct xiw_qp *qp, const char *why);
+uint64_t xiw_txack_cb_switches(bool on);
 uint64_t xiw_cq_linger_hits(void);
 uint64_t xiw_cq_linger_misses(void);
 uint64_t xiw_cq_yield_pauses(void);

@@ -26,6 +26,7 @@ static struct {
 	int err;			/* result of the one load attempt */
 	struct xiw_sockops *skel;
 	struct bpf_link *link;
+	struct bpf_link *switch_link;	/* xiw_sockopt: NULL, callbacks stay on */
 	struct ring_buffer *rb;
 	xiw_ack_fn fn;			/* consumer of the current consume() */
 	void *fn_ctx;
@@ -163,25 +164,50 @@ static void want_pin(void)
 	bpf_map__set_pin_path(so.skel->maps.xiw_sk_view2, view);
 }
 
+/*
+ * The load attempts: with the shared (pinned) map, then a private one;
+ * both first with the callbacks switch (xiw_sockopt), then without: a
+ * kernel whose cgroup/setsockopt programs may not call bpf_setsockopt()
+ * (before 5.15) refuses it, and the tracer is worth having without it
+ * (its callbacks then stay on). XIW_ACK_CB_SWITCH=0 never loads it.
+ */
+#define LOAD_TRIES 4
+static bool pin_wanted(int tries)
+{
+	return !(tries & 1);
+}
+
+static bool switch_wanted(int tries)
+{
+	const char *v = getenv("XIW_ACK_CB_SWITCH");
+
+	return tries < 2 && !(v && *v && !atoi(v));
+}
+
 static int open_and_load(void)
 {
 	int ret;
 
-	for (int tries = 0; tries < 2; tries++) {
+	for (int tries = 0; tries < LOAD_TRIES; tries++) {
 		so.skel = xiw_sockops__open();
 		if (!so.skel)
 			return errno ? -errno : -EINVAL;
 		so.skel->rodata->owner_tgid = (__u32)getpid();
-		if (tries == 0)
+		if (!switch_wanted(tries))
+			bpf_program__set_autoload(so.skel->progs.xiw_sockopt,
+						  false);
+		if (pin_wanted(tries))
 			want_pin();
 		ret = xiw_sockops__load(so.skel);
 		if (!ret)
 			return 0;
 		/* another process pinned it between our check and our pin,
-		 * or an incompatible map is pinned: retry unpinned */
-		xiw_log(XIW_LOG_INFO, "sockops: load with %s map failed (%s)%s",
-			tries ? "a private" : "the shared " XIW_BPF_PIN_SK_ACK,
-			strerror(-ret), tries ? "" : "; trying a private map");
+		 * or an incompatible map is pinned: retry unpinned; the
+		 * kernel refused the switch: retry without it */
+		xiw_log(XIW_LOG_INFO, "sockops: load with %s map%s failed (%s)%s",
+			pin_wanted(tries) ? "the shared " XIW_BPF_PIN_SK_ACK : "a private",
+			switch_wanted(tries) ? " and the callbacks switch" : "",
+			strerror(-ret), tries + 1 < LOAD_TRIES ? "; trying again" : "");
 		xiw_sockops__destroy(so.skel);
 		so.skel = NULL;
 	}
@@ -200,6 +226,13 @@ static int load(void)
 		return cg;
 	so.link = bpf_program__attach_cgroup(so.skel->progs.xiw_sockops, cg);
 	ret = so.link ? 0 : -errno;
+	if (!ret && bpf_program__fd(so.skel->progs.xiw_sockopt) >= 0) {
+		so.switch_link = bpf_program__attach_cgroup(
+					so.skel->progs.xiw_sockopt, cg);
+		if (!so.switch_link)	/* the callbacks just stay on */
+			xiw_log(XIW_LOG_INFO, "sockops: callbacks switch not attached (%s); ACK callbacks stay on",
+				strerror(errno));
+	}
 	close(cg);
 	if (ret)
 		return ret;
@@ -256,6 +289,8 @@ void xiw_sockops_unload(void)
 {
 	ring_buffer__free(so.rb);
 	so.rb = NULL;
+	bpf_link__destroy(so.switch_link);
+	so.switch_link = NULL;
 	bpf_link__destroy(so.link);
 	so.link = NULL;
 	xiw_sockops__destroy(so.skel);
@@ -348,6 +383,18 @@ int xiw_sockops_arm(int sockfd, uint32_t watermark)
 	st.watermark = watermark;
 	st.armed = 1;
 	return bpf_map_update_elem(sk_map_fd(), &sockfd, &st, BPF_EXIST) ? -errno : 0;
+}
+
+int xiw_sockops_callbacks(int sockfd, bool on)
+{
+	int v = on;
+
+	if (!so.switch_link)
+		return -EOPNOTSUPP;
+	if (setsockopt(sockfd, XIW_SOL_ACK, XIW_SO_ACK_CALLBACKS, &v,
+		       sizeof(v)))
+		return -errno;
+	return 0;
 }
 
 uint64_t *xiw_sockops_mark_slot(uint64_t cookie)

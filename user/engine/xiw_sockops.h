@@ -21,6 +21,7 @@
 #ifndef XIW_SOCKOPS_H
 #define XIW_SOCKOPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <linux/types.h>
 #include "xiwarp/abi/sockops.h"
@@ -87,6 +88,16 @@ void xiw_sk_view_del(int map_fd, int sockfd);
  * Return: 0 or -errno (-ENOENT: socket not registered).
  */
 int xiw_sockops_arm(int sockfd, uint32_t watermark);
+/**
+ * xiw_sockops_callbacks() - switch registered socket @sockfd's per-ACK
+ * callbacks (RTT_CB, TX timestamping) on or off (XIW_SO_ACK_CALLBACKS,
+ * bpf/xiw_sockops.bpf.c xiw_sockopt). Off also disarms the watermark:
+ * no event comes until they are on again and a watermark is armed. One
+ * setsockopt() call. Return: 0; -EOPNOTSUPP: no switch (not loaded,
+ * XIW_ACK_CB_SWITCH=0): the callbacks stay on; -ENOPROTOOPT: not
+ * registered by this process; -EPERM: the kernel refused the change.
+ */
+int xiw_sockops_callbacks(int sockfd, bool on);
 /**
  * xiw_sockops_mark_slot() - this process's mark-table entry for the socket
  * registered with @cookie (XIW_MARK_WANT, include/xiwarp/abi/sockops.h):

@@ -169,6 +169,8 @@ void xiw_txack_trace(struct xiw_qp *qp)
 	/* tracer still loading: poll meanwhile, register later */
 	qp->ack_tried = r != -EINPROGRESS;
 	qp->ack_traced = !r;
+	if (!r)
+		xiw_txack_cb_traced(qp);
 	/* the send calls of WRs already handed over were not marked for the
 	 * ACK callback: poll until they are done */
 	qp->ack_late = !r && xiw_txc_pending(&qp->txc);
@@ -277,6 +279,24 @@ static bool qp_ack_poller(struct xiw_qp *qp)
 	return qp_ack_cheap(qp) && qp_cq_polled(qp, XIW_ACK_POLLER_NS, true);
 }
 
+/*
+ * The callbacks are off (xiw_txack_cb.c) and the poller handed back for
+ * a nap: it checks the ACKs itself when it is back, so no watermark. A
+ * nap lasts XIW_POLL_NAP_US (default 200 us), but on 2 busy vCPUs the
+ * napper often came back only 1-5.6 ms later (a 64 KB `ib_write_bw`
+ * stream in ack mode: 53 such gaps in 1.5 s, a switch on and, 10 ms
+ * later, off each), so a poller is taken for gone only after two
+ * backstop periods without a poll (its app does something else, without
+ * blocking on the CQ; a block switches them on at once).
+ */
+#define XIW_ACK_NAPPER_NS (2u * ACK_BACKSTOP_MS * 1000000u)
+
+static bool qp_ack_napping(struct xiw_qp *qp)
+{
+	return qp->ack_cb_off && qp_ack_cheap(qp) &&
+	       qp_cq_polled(qp, XIW_ACK_NAPPER_NS, false);
+}
+
 static bool qp_ack_keep(struct xiw_qp *qp)
 {
 	return atomic_load(&qp->state) == IBV_QPS_RTS && qp_ack_cheap(qp) &&
@@ -357,11 +377,13 @@ static bool qp_ack_poll(struct xiw_qp *qp, bool backstop, bool *fast,
 	if (qp_ack_take(qp, false, &una, &outq) && backstop && armed &&
 	    !qp->ack_late && qp_ack_missed(qp))
 		*missed = true;
+	poller = qp_ack_poller(qp) || qp_ack_napping(qp);
+	if (!poller && xiw_txc_pending(&qp->txc))
+		xiw_txack_cb_need(qp, "no poller");
 	if (!xiw_txc_pending(&qp->txc))
 		qp->ack_late = false;
 	if (qp->ack_late)
 		*fast = true;
-	poller = qp_ack_poller(qp);
 	for (int i = 0; i < 2 && xiw_txc_pending(&qp->txc) && !poller; i++) {
 		if (!qp->ack_traced ||
 		    xiw_llp_ack_arm(qp->llp, ack_target(qp, una, outq))) {
@@ -615,7 +637,7 @@ void xiw_txack_wake(void)
  * net) and the check is cheap (qp_ack_cheap) or few WRs wait.
  * Return: true if WRs completed.
  */
-static bool txack_try(struct xiw_qp *qp)
+static bool txack_try(struct xiw_qp *qp, bool poller)
 {
 	uint32_t una, outq, n;
 	bool took = false;
@@ -626,8 +648,11 @@ static bool txack_try(struct xiw_qp *qp)
 		return false;
 	n = xiw_txc_pending(&qp->txc);
 	if (qp->llp && (n || qp->zc_wait) &&
-	    (n <= TXACK_INLINE_MAX || qp_ack_cheap(qp)))
+	    (n <= TXACK_INLINE_MAX || qp_ack_cheap(qp))) {
 		took = qp_ack_take(qp, true, &una, &outq);
+		if (poller && qp_ack_cheap(qp))
+			xiw_txack_cb_quiet(qp);
+	}
 	xiw_tx_unlock(qp);
 	if (took)
 		__atomic_add_fetch(&txack.inline_hits, 1, __ATOMIC_RELAXED);
@@ -676,7 +701,7 @@ uint64_t xiw_txack_inline_hits(void)
  */
 void xiw_txack_rx(struct xiw_qp *qp)
 {
-	(void)txack_try(qp);
+	(void)txack_try(qp, false);
 }
 
 #define TXACK_APP_POLL_NS 2000	/* a polling thread checks this often */
@@ -700,24 +725,34 @@ bool xiw_txack_poll(struct xiw_qp *qp)
 	if (now - last_ns < TXACK_APP_POLL_NS)
 		return false;
 	last_ns = now;
-	return txack_try(qp);
+	return txack_try(qp, true);
 }
 
 /**
  * xiw_txack_handoff() - a thread that polled a CQ of @qp is about to nap
- * or block (xiw_cq_rx_handoff, which marked the CQ handed back first):
- * the ACKs of @qp's pending WRs go back to the watermark, armed here (no
- * progress-thread wake-up), or to the scan's poll timer when there is no
- * watermark to arm. Takes tx_lock under the CQ's qps_lock (as
- * xiw_qp_credit_kick does), no other lock held.
+ * or, with @block, block (xiw_cq_rx_handoff, which marked the CQ handed
+ * back first): the ACKs of @qp's pending WRs go back to the watermark,
+ * armed here (no progress-thread wake-up), or to the scan's poll timer
+ * when there is no watermark to arm. A nap with the tracer's callbacks
+ * off keeps them (the napper checks when it is back); a block switches
+ * them on (xiw_txack_cb_need). Takes tx_lock under the CQ's qps_lock
+ * (as xiw_qp_credit_kick does), no other lock held.
  */
-void xiw_txack_handoff(struct xiw_qp *qp)
+void xiw_txack_handoff(struct xiw_qp *qp, bool block)
 {
 	bool fast = false, missed = false;
 
-	if (!__atomic_load_n(&qp->ack_listed, __ATOMIC_RELAXED))
+	if (block)	/* a waiter that blocks keeps them on a while */
+		__atomic_store_n(&qp->ack_block_ns, xiw_now_ns(),
+				 __ATOMIC_RELAXED);
+	/* hints, both written under tx_lock */
+	if (!__atomic_load_n(&qp->ack_listed, __ATOMIC_RELAXED) &&
+	    !(block && __atomic_load_n(&qp->ack_cb_off, __ATOMIC_RELAXED)))
 		return;
 	pthread_mutex_lock(&qp->tx_lock);
+	if (block)	/* it needs events: the callbacks on (WRs sent
+			 * while off: ack_late, which the check below sees) */
+		xiw_txack_cb_need(qp, "a waiter blocks");
 	/* a listed QP keeps the scan's (backstop) timer running */
 	if (qp->ack_listed)
 		qp_ack_poll(qp, false, &fast, &missed);

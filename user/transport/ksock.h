@@ -185,6 +185,7 @@ int xiw_ksock_ack_trace(struct xiw_ksock *l, uint64_t cookie);
 /** xiw_ksock_ack_untrace() - stop tracing a connection that is closing. */
 void xiw_ksock_ack_untrace(struct xiw_ksock *l);
 int xiw_ksock_ack_outq(struct xiw_ksock *l, uint32_t *outq);
+int xiw_ksock_ack_callbacks(struct xiw_ksock *l, bool on);
 int xiw_ksock_ack_arm(struct xiw_ksock *l, uint32_t target);
 int xiw_ksock_ack_armed(struct xiw_ksock *l);
 void xiw_ksock_ack_mark(struct xiw_ksock *l, uint32_t pos);

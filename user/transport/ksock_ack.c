@@ -148,6 +148,16 @@ int xiw_ksock_ack_arm(struct xiw_ksock *l, uint32_t target)
 }
 
 /**
+ * xiw_ksock_ack_callbacks() - the sockops program's per-ACK callbacks for
+ * this socket on or off (xiw_sockops_callbacks(): one setsockopt()).
+ * Return: 0, -EOPNOTSUPP without the switch, other -errno.
+ */
+int xiw_ksock_ack_callbacks(struct xiw_ksock *l, bool on)
+{
+	return xiw_sockops_callbacks(xiw_ksock_fd(l), on);
+}
+
+/**
  * xiw_ksock_ack_armed() - the sockops state's armed flag: 1 while the
  * watermark of the last xiw_ksock_ack_arm() has not fired, 0 once the
  * program fired it (it clears the flag as it queues the event). One map

@@ -99,6 +99,11 @@ static void op_ack_mark(struct xiw_llp *l, uint32_t pos)
 	xiw_ksock_ack_mark(KS(l), pos);
 }
 
+static int op_ack_callbacks(struct xiw_llp *l, bool on)
+{
+	return xiw_ksock_ack_callbacks(KS(l), on);
+}
+
 static bool op_zc_usable(struct xiw_llp *l)
 {
 	return xiw_ksock_zc_usable(KS(l));
@@ -146,6 +151,7 @@ const struct xiw_llp_ops xiw_ksock_ops = {
 	.ack_arm = op_ack_arm,
 	.ack_armed = op_ack_armed,
 	.ack_mark = op_ack_mark,
+	.ack_callbacks = op_ack_callbacks,
 	.zc_usable = op_zc_usable,
 	.send_zc = op_send_zc,
 	.zc_released = op_zc_released,

@@ -73,7 +73,7 @@ struct xiw_llp_cb {
  * struct xiw_llp_ops - one transport's implementation of the seam. Every
  * member is mandatory except @ack_mark (NULL: the transport sees every
  * ACK, as xsk), @ack_outq (NULL: @ack_state is as cheap, as xsk),
- * @ack_armed (NULL: unknown),
+ * @ack_armed (NULL: unknown), @ack_callbacks (NULL: no switch),
  * @fpdu_stream, @fpdu_meta and @fpdu_done (NULL: the transport parses no
  * FPDU headers, as ksock); the semantics
  * are those of the xiw_llp_*() wrapper of the same name below.
@@ -108,6 +108,7 @@ struct xiw_llp_ops {
 	int (*ack_arm)(struct xiw_llp *l, uint32_t target);
 	int (*ack_armed)(struct xiw_llp *l);			/* optional */
 	void (*ack_mark)(struct xiw_llp *l, uint32_t pos);	/* optional */
+	int (*ack_callbacks)(struct xiw_llp *l, bool on);	/* optional */
 	bool (*zc_usable)(struct xiw_llp *l);
 	ssize_t (*send_zc)(struct xiw_llp *l, const struct iovec *iov, int n,
 			   uint32_t *id, bool *zc);
@@ -282,6 +283,22 @@ static inline int xiw_llp_ack_arm(struct xiw_llp *l, uint32_t target)
 static inline int xiw_llp_ack_armed(struct xiw_llp *l)
 {
 	return l->ops->ack_armed ? l->ops->ack_armed(l) : -EOPNOTSUPP;
+}
+
+/**
+ * xiw_llp_ack_callbacks() - switch the ACK tracer's per-ACK work for this
+ * connection on or off (ksock: the sockops program's RTT_CB and TX
+ * timestamping callbacks, XIW_SO_ACK_CALLBACKS). Off, no trace event
+ * comes (an armed watermark is dropped) and send calls get no marks
+ * until it is on again; the connection is then polled. Optional per
+ * transport; send lock held.
+ * Return: 0; -EOPNOTSUPP: no switch (the tracer's work stays on), other
+ * -errno: not changed.
+ */
+static inline int xiw_llp_ack_callbacks(struct xiw_llp *l, bool on)
+{
+	return l->ops->ack_callbacks ? l->ops->ack_callbacks(l, on) :
+				       -EOPNOTSUPP;
 }
 
 /**

@@ -87,6 +87,19 @@ struct xiw_ack_event {
 #define XIW_MARK_WANT(cookie, pos) \
 	(((__u64)(__u32)(cookie) << 32) | (__u32)(pos))
 
+/*
+ * The engine's switch for a traced socket's per-ACK callbacks (RTT_CB and
+ * BPF TX timestamping), served by the cgroup/setsockopt program of the
+ * socket's owner: setsockopt(fd, XIW_SOL_ACK, XIW_SO_ACK_CALLBACKS, &on,
+ * sizeof(int)); on = 1 switches them on, 0 off (and disarms: no event
+ * comes while they are off). Returns 0, or -1 with errno ENOPROTOOPT when
+ * no xiwarp program of the caller's owns the socket (the kernel's own
+ * handler answers an unknown level), EPERM when the kernel refused the
+ * change. XIW_SOL_ACK is no level the kernel knows.
+ */
+#define XIW_SOL_ACK 0x7869
+#define XIW_SO_ACK_CALLBACKS 1
+
 /* where the loader pins the shared per-socket map (bpffs); the name
  * carries the layout version of struct xiw_sk_ack */
 #define XIW_BPF_PIN_DIR "/sys/fs/bpf/xiwarp"
