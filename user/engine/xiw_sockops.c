@@ -177,11 +177,25 @@ static bool pin_wanted(int tries)
 	return !(tries & 1);
 }
 
+/* XIW_ACK_CB_SWITCH: 1 (default) or 0; read once, in the loader */
+static bool switch_knob(void)
+{
+	static int on = -1;
+	const char *v;
+
+	if (on >= 0)
+		return on;
+	v = getenv("XIW_ACK_CB_SWITCH");
+	on = !v || !*v || strcmp(v, "0");
+	if (v && *v && strcmp(v, "0") && strcmp(v, "1"))
+		xiw_log(XIW_LOG_WARN, "XIW_ACK_CB_SWITCH=%s: not 0 or 1; using 1",
+			v);
+	return on;
+}
+
 static bool switch_wanted(int tries)
 {
-	const char *v = getenv("XIW_ACK_CB_SWITCH");
-
-	return tries < 2 && !(v && *v && !atoi(v));
+	return tries < 2 && switch_knob();
 }
 
 static int open_and_load(void)
@@ -204,10 +218,16 @@ static int open_and_load(void)
 		/* another process pinned it between our check and our pin,
 		 * or an incompatible map is pinned: retry unpinned; the
 		 * kernel refused the switch: retry without it */
-		xiw_log(XIW_LOG_INFO, "sockops: load with %s map%s failed (%s)%s",
+		xiw_log(XIW_LOG_INFO, "sockops: load with %s map%s failed (%s)%s%s%s",
 			pin_wanted(tries) ? "the shared " XIW_BPF_PIN_SK_ACK : "a private",
 			switch_wanted(tries) ? " and the callbacks switch" : "",
-			strerror(-ret), tries + 1 < LOAD_TRIES ? "; trying again" : "");
+			strerror(-ret),
+			tries + 1 == LOAD_TRIES ? "" :
+			pin_wanted(tries + 1) ? "; trying the shared map" :
+						"; trying a private map",
+			tries + 1 == LOAD_TRIES || switch_wanted(tries + 1) ? "" :
+			" without the switch",
+			tries + 1 == LOAD_TRIES ? "" : " next");
 		xiw_sockops__destroy(so.skel);
 		so.skel = NULL;
 	}
