@@ -261,10 +261,10 @@ int xiw_sockops(struct bpf_sock_ops *skops)
  * include/xiwarp/abi/sockops.h). Why: with them on, every ACK runs
  * RTT_CB (per round trip, on veth about per ACK) and every send call
  * TSTAMP_SENDMSG_CB, plus three more for a marked one; a 64 KB
- * `ib_write_bw` stream in ack mode moved ~10 % less than in copy mode
- * with them on, ~5 % less with them off (2026-11-29, cubic, medians of
- * 6-8 interleaved runs), and either kind alone cost about as much as
- * both. A stream whose app polls its CQ gets its ACK completions from
+ * `ib_write_bw` stream in ack mode moved 9-14 % less than in copy mode
+ * with them always on, 0-4 % less with this switch (2026-11-29, cubic,
+ * medians of 6-8 interleaved runs), and either kind alone cost about as
+ * much as both. A stream whose app polls its CQ gets its ACK completions from
  * those polls (SIOCOUTQ), so the engine switches the callbacks off while
  * such a poller serves, and on before it arms a watermark again
  * (user/engine/xiw_txack_cb.c). Only a locked sockops callback or a

@@ -774,6 +774,9 @@ void xiw_txack_handoff(struct xiw_qp *qp, bool block);
 uint64_t xiw_txack_inline_hits(void);
 uint64_t xiw_txack_woken_scans(void);
 unsigned long xiw_txack_backstop_hits(void);
+uint64_t xiw_cq_linger_hits(void);
+uint64_t xiw_cq_linger_misses(void);
+uint64_t xiw_cq_yield_pauses(void);
 
 /* ---- xiw_txack_cb.c: the tracer's per-ACK callbacks on or off ---- */
 
@@ -781,9 +784,6 @@ void xiw_txack_cb_traced(struct xiw_qp *qp);
 void xiw_txack_cb_quiet(struct xiw_qp *qp);
 bool xiw_txack_cb_need(struct xiw_qp *qp, const char *why);
 uint64_t xiw_txack_cb_switches(bool on);
-uint64_t xiw_cq_linger_hits(void);
-uint64_t xiw_cq_linger_misses(void);
-uint64_t xiw_cq_yield_pauses(void);
 
 /* ---- xiw_qp_rq.c: the RQ and its CQE credits (rq_lock) ---- */
 

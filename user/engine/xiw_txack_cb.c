@@ -11,8 +11,9 @@
  * needs none of it: the polls complete the acknowledged WRs themselves
  * (xiw_txack_poll, one SIOCOUTQ). 64 KB `ib_write_bw` in ack mode,
  * unpaced (cubic), medians of 6-8 interleaved runs (2026-11-29): with
- * the callbacks on 0.86-0.89 of copy mode's bandwidth, with them off
- * 0.95; RTT_CB alone or TX timestamping alone cost as much as both.
+ * the callbacks always on 0.86-0.91 of copy mode's bandwidth, switched
+ * off here 0.96-1.00; RTT_CB alone or TX timestamping alone cost as much
+ * as both.
  *
  * So, per QP (all under tx_lock):
  *  - off (xiw_txack_cb_quiet) when a poller checks the QP's ACKs with
@@ -97,8 +98,8 @@ void xiw_txack_cb_quiet(struct xiw_qp *qp)
 
 /**
  * xiw_txack_cb_need() - a watermark of @qp is about to be armed: switch
- * its callbacks on if they are off; @why: for the debug log. WRs still pending were sent without
- * marks: they are polled (ack_late) until done.
+ * its callbacks on if they are off. WRs still pending were sent without
+ * marks: they are polled (ack_late) until done. @why: for the debug log.
  * Return: true if they were off (the caller polls: the 1 ms timer).
  */
 bool xiw_txack_cb_need(struct xiw_qp *qp, const char *why)
