@@ -409,6 +409,34 @@ static uint32_t cq_queued_now(struct xiw_cq *cq)
 #define POLLER_WINDOW 16
 #define POLLER_LEN 16384u
 
+/* Wait (10 s at most) without polling until one WC is queued on cli's
+ * send CQ; fail if it does not come. */
+static void wait_one_queued(void)
+{
+	for (int i = 0; i < 10000 && !cq_queued_now(cli.scq); i++)
+		usleep(1000);
+	assert_int_equal(cq_queued_now(cli.scq), 1);
+}
+
+/*
+ * One step of the ack-mode tests' streams: post signalled 16 KB WRITEs
+ * (ids 9000 + n) until POLLER_WINDOW are in flight, if @more; then spin
+ * for the next WC and check that it is the next in order and good.
+ */
+static void stream_step(uint32_t *posted, uint32_t *done, bool more)
+{
+	struct ibv_wc wc;
+
+	for (; *posted - *done < POLLER_WINDOW && more; (*posted)++)
+		post(&cli, 9000 + *posted, IBV_WR_RDMA_WRITE,
+		     POLLER_LEN * (*posted % POLLER_WINDOW), POLLER_LEN, 1,
+		     IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
+	poll_wc_every(cli.scq, &wc, 0);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 9000 + *done);
+	(*done)++;
+}
+
 /*
  * Ack mode: a thread that keeps polling its CQ serves the ACK checks of
  * its QP itself (xiw_txack_poll; qp_ack_poller in xiw_txack.c), so the
@@ -436,17 +464,8 @@ static void test_ack_poller_stream(void **state)
 	if (!xiw_tx_config()->ack)
 		skip();
 	fill(cli.buf, POLLER_LEN * POLLER_WINDOW, 31);
-	while (done < POLLER_WRS) {
-		for (; posted < POLLER_WRS && posted - done < POLLER_WINDOW;
-		     posted++)
-			post(&cli, 9000 + posted, IBV_WR_RDMA_WRITE,
-			     POLLER_LEN * (posted % POLLER_WINDOW), POLLER_LEN,
-			     1, IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
-		poll_wc_every(cli.scq, &wc, 0);
-		assert_int_equal(wc.status, IBV_WC_SUCCESS);
-		assert_int_equal(wc.wr_id, 9000 + done);
-		done++;
-	}
+	while (done < POLLER_WRS)
+		stream_step(&posted, &done, posted < POLLER_WRS);
 	scans = xiw_txack_woken_scans() - scans0;
 	naps = atomic_load(&cli.scq->wait_sleeps) - naps0;
 	printf("    %u WRs spun for: %llu scans for posts or events, %llu naps, sockops tracer %s\n",
@@ -460,9 +479,7 @@ static void test_ack_poller_stream(void **state)
 	post(&cli, 9999, IBV_WR_RDMA_WRITE, 0, POLLER_LEN, 1,
 	     IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
 	xiw_cq_rx_handoff(cli.scq, true);
-	for (int i = 0; i < 10000 && !cq_queued_now(cli.scq); i++)
-		usleep(1000);
-	assert_int_equal(cq_queued_now(cli.scq), 1);
+	wait_one_queued();
 	if (cli.qp->ack_traced)
 		assert_int_equal(xiw_txack_backstop_hits(), bs0);
 	poll_wc_every(cli.scq, &wc, 0);
@@ -476,9 +493,7 @@ static void test_ack_poller_stream(void **state)
 	assert_int_equal(xiw_cq_poll(cli.scq, 1, &wc), 0);	/* serves */
 	post(&cli, 9998, IBV_WR_RDMA_WRITE, 0, POLLER_LEN, 1,
 	     IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
-	for (int i = 0; i < 10000 && !cq_queued_now(cli.scq); i++)
-		usleep(1000);
-	assert_int_equal(cq_queued_now(cli.scq), 1);
+	wait_one_queued();
 	assert_int_equal(xiw_txack_backstop_hits(), bs0);
 	poll_wc_every(cli.scq, &wc, 0);
 	assert_int_equal(wc.wr_id, 9998);
@@ -503,9 +518,7 @@ static void ack_blocked_write(uint64_t id)
 	post(&cli, id, IBV_WR_RDMA_WRITE, 0, POLLER_LEN, 1,
 	     IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
 	xiw_cq_rx_handoff(cli.scq, true);
-	for (int i = 0; i < 10000 && !cq_queued_now(cli.scq); i++)
-		usleep(1000);
-	assert_int_equal(cq_queued_now(cli.scq), 1);
+	wait_one_queued();
 	assert_int_equal(xiw_cq_poll(cli.scq, 1, &wc), 1);
 	assert_int_equal(wc.wr_id, id);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
@@ -543,14 +556,7 @@ static void test_ack_cb_switch(void **state)
 		skip();
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (done < posted || more) {
-		for (; posted - done < POLLER_WINDOW && more; posted++)
-			post(&cli, 9000 + posted, IBV_WR_RDMA_WRITE,
-			     POLLER_LEN * (posted % POLLER_WINDOW), POLLER_LEN,
-			     1, IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
-		poll_wc_every(cli.scq, &wc, 0);
-		assert_int_equal(wc.status, IBV_WC_SUCCESS);
-		assert_int_equal(wc.wr_id, 9000 + done);
-		done++;
+		stream_step(&posted, &done, more);
 		more = done < 256 || ms_since(&t0) < 50 ||
 		       (!ack_cb_off() && cli.qp->ack_traced &&
 			!cli.qp->ack_cb_fixed && ms_since(&t0) < 10000);
