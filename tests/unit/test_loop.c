@@ -538,11 +538,13 @@ static bool ack_cb_off(void)
  * blocks switches them on, and its WR, sent while they were off,
  * completes with nobody polling, by the poll timer, not counted as a
  * miss of the backstop; the next blocked WR completes the same way with
- * them on. Skipped in copy mode, without the tracer or its switch.
+ * them on. While they are off, a poller that hands back for naps between
+ * its WRs makes no scan. Skipped in copy mode, without the tracer or its
+ * switch.
  */
 static void test_ack_cb_switch(void **state)
 {
-	uint64_t offs0 = xiw_txack_cb_switches(false), ons, acks;
+	uint64_t offs0 = xiw_txack_cb_switches(false), ons, acks, woken;
 	uint32_t posted = 0, done = 0;
 	struct xiw_sk_ack st;
 	int fd;
@@ -578,6 +580,19 @@ static void test_ack_cb_switch(void **state)
 	assert_int_equal(xiw_sockops_state(fd, &st), 0);
 	if (ack_cb_off())	/* else a 10 ms gap made the scan switch */
 		assert_int_equal(st.acks, acks);
+	/* a poller that naps between WRs comes back and checks itself: its
+	 * posts wake no scan (a kick each before, see xiw_txack_watch) */
+	woken = xiw_txack_woken_scans();
+	for (uint32_t i = 0; i < POLLER_WINDOW; i++) {
+		xiw_cq_rx_handoff(cli.scq, false);	/* about to nap */
+		post(&cli, 7000 + i, IBV_WR_RDMA_WRITE, POLLER_LEN * i,
+		     POLLER_LEN, 1, IOVA_BASE + SINK, srv.mr->ibv.rkey, 0);
+		poll_wc_every(cli.scq, &wc, 0);
+		assert_int_equal(wc.wr_id, 7000 + i);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	}
+	if (ack_cb_off())
+		assert_int_equal(xiw_txack_woken_scans(), woken);
 
 	bs0 = xiw_txack_backstop_hits();
 	ons = xiw_txack_cb_switches(true);

@@ -475,6 +475,21 @@ static bool txack_idle_kept(struct xiw_qp *qp)
 	       qp_cq_polled(qp, XIW_ACK_KEEP_NS, false);
 }
 
+/*
+ * A poller serves @qp with the callbacks off and polled within the
+ * napper limit (qp_ack_napping, read without tx_lock: hints, re-read
+ * under it by the poller's own checks): the scan has nothing to do for
+ * it but keep it listed. Its lock and exact reading (TCP_INFO, which
+ * waits for a sendmsg in progress) cost a context switch or more each.
+ */
+static bool txack_poller_kept(struct xiw_qp *qp)
+{
+	return __atomic_load_n(&qp->ack_cb_off, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&qp->zc_wait, __ATOMIC_RELAXED) &&
+	       atomic_load(&qp->state) == IBV_QPS_RTS && qp_ack_cheap(qp) &&
+	       qp_cq_polled(qp, XIW_ACK_NAPPER_NS, false);
+}
+
 static void txack_scan(bool backstop)
 {
 	struct xiw_qp *qp, *next;
@@ -487,7 +502,7 @@ static void txack_scan(bool backstop)
 	pthread_mutex_unlock(&txack.lock);
 	for (; qp; qp = next) {
 		next = qp->ack_next;	/* still listed: nobody else writes it */
-		if (txack_idle_kept(qp)) {
+		if (txack_idle_kept(qp) || txack_poller_kept(qp)) {
 			pthread_mutex_lock(&txack.lock);
 			qp->ack_next = txack.list;
 			txack.list = qp;
@@ -750,6 +765,15 @@ void xiw_txack_handoff(struct xiw_qp *qp, bool block)
 	    !(block && __atomic_load_n(&qp->ack_cb_off, __ATOMIC_RELAXED)))
 		return;
 	pthread_mutex_lock(&qp->tx_lock);
+	if (!block && qp->ack_cb_off && !qp->zc_wait && qp_ack_cheap(qp)) {
+		/* a nap: the poller checks when it is back (qp_ack_napping);
+		 * complete what is acknowledged with its cheap reading */
+		uint32_t una, outq;
+
+		qp_ack_take(qp, true, &una, &outq);
+		xiw_tx_unlock(qp);
+		return;
+	}
 	if (block)	/* it needs events: the callbacks on (WRs sent
 			 * while off: ack_late, which the check below sees) */
 		xiw_txack_cb_need(qp, "a waiter blocks");
@@ -787,7 +811,8 @@ void xiw_txack_watch(struct xiw_qp *qp)
 		/* the only pending WR: the QP was left listed after a thread
 		 * completed the previous ones (xiw_txack_poll), so nobody
 		 * armed a watermark for this one yet */
-		if (xiw_txc_pending(&qp->txc) == 1 && !qp_ack_poller(qp)) {
+		if (xiw_txc_pending(&qp->txc) == 1 && !qp_ack_poller(qp) &&
+		    !qp_ack_napping(qp)) {
 			__atomic_add_fetch(&txack.woken, 1, __ATOMIC_RELAXED);
 			pthread_mutex_lock(&txack.lock);
 			txack_kick_unlock();
