@@ -293,7 +293,9 @@ static bool qp_ack_poller(struct xiw_qp *qp)
 
 static bool qp_ack_napping(struct xiw_qp *qp)
 {
-	return qp->ack_cb_off && qp_ack_cheap(qp) &&
+	/* atomic: the scan reads it without tx_lock (txack_poller_kept) */
+	return __atomic_load_n(&qp->ack_cb_off, __ATOMIC_RELAXED) &&
+	       qp_ack_cheap(qp) &&
 	       qp_cq_polled(qp, XIW_ACK_NAPPER_NS, false);
 }
 
@@ -476,18 +478,16 @@ static bool txack_idle_kept(struct xiw_qp *qp)
 }
 
 /*
- * A poller serves @qp with the callbacks off and polled within the
- * napper limit (qp_ack_napping, read without tx_lock: hints, re-read
- * under it by the poller's own checks): the scan has nothing to do for
- * it but keep it listed. Its lock and exact reading (TCP_INFO, which
- * waits for a sendmsg in progress) cost a context switch or more each.
+ * A poller serves @qp with the callbacks off (qp_ack_napping, read
+ * without tx_lock: hints, re-read under it by the poller's own checks):
+ * the scan has nothing to do for it but keep it listed. Its lock and
+ * exact reading (TCP_INFO, which waits for a sendmsg in progress) cost a
+ * context switch or more each.
  */
 static bool txack_poller_kept(struct xiw_qp *qp)
 {
-	return __atomic_load_n(&qp->ack_cb_off, __ATOMIC_RELAXED) &&
-	       !__atomic_load_n(&qp->zc_wait, __ATOMIC_RELAXED) &&
-	       atomic_load(&qp->state) == IBV_QPS_RTS && qp_ack_cheap(qp) &&
-	       qp_cq_polled(qp, XIW_ACK_NAPPER_NS, false);
+	return !__atomic_load_n(&qp->zc_wait, __ATOMIC_RELAXED) &&
+	       atomic_load(&qp->state) == IBV_QPS_RTS && qp_ack_napping(qp);
 }
 
 static void txack_scan(bool backstop)
